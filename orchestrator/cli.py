@@ -1,0 +1,269 @@
+"""The `bench` command: thin click commands over the orchestrator's library.
+
+This is the only place that turns BenchError into a one-line message and an exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from orchestrator import envs, matrix, record
+from orchestrator import report as reports
+from orchestrator.config import FRAMEWORKS, RunConfig
+from orchestrator.db import DEFAULT_URL, Database, normalise_url
+from orchestrator.errors import BenchError, ConfigError
+from orchestrator.outcomes import OUTCOMES
+from orchestrator.progress import Progress
+from orchestrator.sweep import SweepResult, finished_hashes, latest_sweep, run_configs
+from orchestrator.tables import FORMATS
+
+EXIT_INTERRUPTED = 130
+
+
+class BenchGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BenchError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(1)
+
+
+def db_option(f: Any) -> Any:
+    return click.option(
+        "--db", "db_url", default=DEFAULT_URL, show_default=True, envvar="BENCH_DB",
+        help="Results database: a SQLAlchemy URL or a file path (env BENCH_DB).",
+    )(f)
+
+
+def env_dir_option(f: Any) -> Any:
+    return click.option(
+        "--env-dir", default=None, envvar="BENCH_ENV_DIR",
+        help="Where framework environments live (env BENCH_ENV_DIR; default ~/.cache/bench/envs).",
+    )(f)
+
+
+def runs_root(db_url: str, runs_dir: str | None) -> Path:
+    """Run folders go beside the SQLite file unless --runs-dir says otherwise."""
+    if runs_dir:
+        return Path(runs_dir).resolve()
+    url = normalise_url(db_url)
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        return Path(url[len("sqlite:///"):]).resolve().parent / "bench-runs"
+    return Path("bench-runs").resolve()
+
+
+@click.group(cls=BenchGroup)
+@click.version_option(package_name="bench")
+def cli() -> None:
+    """Benchmark deep learning frameworks against each other, honestly and reproducibly.
+
+    \b
+    Example:
+      bench run --matrix matrices/quick.yaml && bench report
+    """
+    logging.basicConfig(level=logging.WARNING, format="bench: %(message)s")
+
+
+def _parse_outcomes(text: str | None) -> set[str]:
+    if not text:
+        return set()
+    wanted = {t.strip() for t in text.split(",") if t.strip()}
+    unknown = wanted - set(OUTCOMES)
+    if unknown:
+        raise ConfigError(f"--fail-on: unknown outcome {sorted(unknown)[0]!r} (known: {', '.join(OUTCOMES)})")
+    return wanted
+
+
+def _dry_run(configs: list[RunConfig], done: set[str]) -> None:
+    for i, config in enumerate(configs, start=1):
+        mark = "  (finished, skipped by --resume)" if config.config_hash in done else ""
+        click.echo(f"{i:4d}  {config.config_hash}  {config.label()}{mark}")
+    click.echo(f"{len(configs)} configurations, {len(configs) - len(done & {c.config_hash for c in configs})} to run")
+
+
+def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
+    counts: dict[str, int] = {}
+    for outcome in result.outcomes.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing run"
+    click.echo(f"sweep {result.sweep_id}: {summary}" + (f"; {result.skipped} already finished" if result.skipped else ""))
+    if result.interrupted:
+        click.echo(f"interrupted: finish it with `{resume_hint}`", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    failed = sorted(k for k in counts if k in fail_on)
+    if failed:
+        click.echo(f"error: runs ended {', '.join(failed)} (--fail-on)", err=True)
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--matrix", "matrix_path", required=True, type=click.Path(dir_okay=False), help="Matrix YAML file.")
+@click.option("--only", "only", default=None, help="Run a subset: KEY=VALUE[,KEY=VALUE...].")
+@click.option("--dry-run", is_flag=True, help="List the expanded configurations; run nothing.")
+@click.option("--resume", is_flag=True, help="Continue this matrix's latest sweep: run only what has no finished record.")
+@click.option("--fail-on", default=None, help="Exit 1 if any run ends with one of these outcomes (comma-separated).")
+@click.option("--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database).")
+@db_option
+@env_dir_option
+def run(matrix_path: str, only: str | None, dry_run: bool, resume: bool, fail_on: str | None,
+        runs_dir: str | None, db_url: str, env_dir: str | None) -> None:
+    """Run every configuration of a matrix, each in its own process and environment.
+
+    \b
+    Examples:
+      bench run --matrix matrices/quick.yaml
+      bench run --matrix m.yaml --only framework=pytorch,model=resnet50
+      bench run --matrix m.yaml --resume
+    """
+    m = matrix.load_matrix(Path(matrix_path))
+    configs = list(m.configs)
+    if only:
+        configs = matrix.select(configs, matrix.parse_only(only))
+        if not configs:
+            raise ConfigError(f"--only {only}: matches none of the {len(m.configs)} configurations")
+    wanted_fail = _parse_outcomes(fail_on)
+    if dry_run and not resume:
+        _dry_run(configs, set())
+        return
+    db = Database(db_url, create=not dry_run)
+    sweep = latest_sweep(db, m.name) if resume else None
+    done = finished_hashes(db, sweep["id"]) if sweep else set()
+    if dry_run:
+        _dry_run(configs, done)
+        return
+    todo = [c for c in configs if c.config_hash not in done]
+    if resume and sweep is None:
+        click.echo(f"no earlier sweep named {m.name!r}: starting a new one", err=True)
+    if sweep is not None:
+        if sweep["matrix_hash"] != m.file_hash:
+            click.echo(f"note: {matrix_path} changed since sweep {sweep['id']}; "
+                       "configurations are matched by their settings", err=True)
+        sweep_id = sweep["id"]
+        record.reopen_sweep(db, sweep_id, len(configs))
+    else:
+        sweep_id = record.start_sweep(db, m.name, "matrix", len(configs), str(matrix_path), m.file_hash)
+    progress = Progress(len(todo))
+    result = run_configs(db, sweep_id, todo, runs_root(db_url, runs_dir), env_dir, progress,
+                         first_index=len(configs) - len(todo) + 1)
+    result.skipped = len(configs) - len(todo)
+    _finish(result, wanted_fail, f"bench run --matrix {matrix_path} --resume" + (f" --only {only}" if only else ""))
+
+
+@cli.command()
+@click.option("--crashes", is_flag=True, help="Only configurations that did not end ok, with where and why.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--sweep", "sweep_id", type=int, default=None, help="Sweep id (default: the latest).")
+@db_option
+def report(crashes: bool, fmt: str, sweep_id: int | None, db_url: str) -> None:
+    """One row per configuration: outcome, median epoch seconds, images/s, time per image.
+
+    \b
+    Examples:
+      bench report
+      bench report --crashes
+      bench report --format markdown > results.md
+    """
+    db = Database(db_url, create=False)
+    click.echo(reports.results(db, sweep_id, fmt, crashes))
+
+
+@cli.command()
+@click.argument("run_id", type=int)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@db_option
+def inspect(run_id: int, fmt: str, db_url: str) -> None:
+    """Post-mortem of one run: configuration, outcome and evidence, logs, environment, how to reproduce.
+
+    \b
+    Example:
+      bench inspect 12
+    """
+    db = Database(db_url, create=False)
+    data = reports.load_run(db, run_id)
+    click.echo(json.dumps(data, indent=2, default=str) if fmt == "json" else reports.inspect_text(data))
+
+
+@cli.command()
+@click.argument("run_id", type=int)
+@click.option("--runs-dir", default=None, help="Where the run folder goes (default: bench-runs/ beside the database).")
+@db_option
+@env_dir_option
+def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -> None:
+    """Run one recorded configuration again, in the foreground, with the same isolation.
+
+    \b
+    Example:
+      bench rerun 12
+    """
+    db = Database(db_url, create=False)
+    old = reports.load_run(db, run_id)["run"]
+    config = RunConfig(**json.loads(old["config_json"]))
+    sweep_id = record.start_sweep(db, f"rerun of run {run_id}", "rerun", 1, None, None)
+    progress = Progress(1, follow=True)
+    result = run_configs(db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress)
+    new_id = next(iter(result.outcomes), None)
+    if new_id is not None:
+        click.echo(f"run {run_id} was {old['outcome']}; this time {result.outcomes[new_id]}: bench inspect {new_id}")
+    _finish(result, set(), f"bench rerun {run_id}")
+
+
+@cli.group()
+def env() -> None:
+    """Framework environments: one per framework, from pinned requirement files.
+
+    \b
+    Examples:
+      bench env setup pytorch
+      bench env list
+    """
+
+
+@env.command("setup")
+@click.argument("frameworks", nargs=-1)
+@env_dir_option
+def env_setup(frameworks: tuple[str, ...], env_dir: str | None) -> None:
+    """Create or update framework environments (all that have pinned requirements by default).
+
+    \b
+    Example:
+      bench env setup pytorch
+    """
+    names = frameworks or tuple(f for f in FRAMEWORKS if envs.requirements_file(f).exists())
+    for name in names:
+        if name not in FRAMEWORKS:
+            raise ConfigError(f"bench env setup: unknown framework {name!r} (known: {', '.join(FRAMEWORKS)})")
+        if name == "fault":
+            click.echo("fault: runs on the orchestrator's own interpreter; nothing to set up")
+            continue
+        envs.setup(name, env_dir, echo=click.echo)
+
+
+@env.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@env_dir_option
+def env_list(fmt: str, env_dir: str | None) -> None:
+    """Each framework: status (ok, or unavailable and why), interpreter, versions, location.
+
+    \b
+    Example:
+      bench env list --format json
+    """
+    rows = [envs.status(name, env_dir).__dict__ for name in FRAMEWORKS]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        detail = (f"python {r['python_version']}, {r['framework']} {r['framework_version']}, {r['python']}"
+                  if r["status"] == "ok" else r["reason"])
+        click.echo(f"{r['framework']:10s} {r['status']:12s} {detail}")
+
+
+def main() -> None:
+    cli(prog_name="bench")

@@ -1,0 +1,166 @@
+"""Run one configuration in its own process and environment, and gather everything it left."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from orchestrator import envs, outcomes
+from orchestrator.config import RunConfig
+from orchestrator.process import Finished, run_worker
+
+WORKERS_PARENT = Path(__file__).resolve().parent.parent
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# Inherited variables that would make the framework's interpreter see the orchestrator's packages.
+DROPPED_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+
+
+@dataclass
+class RunRecord:
+    """Everything known about one finished run, ready for the database."""
+
+    config: RunConfig
+    outcome: outcomes.Outcome
+    run_dir: Path
+    started_at: str
+    ended_at: str
+    wall_seconds: float
+    worker_command: str
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    stderr_tail: str = ""
+    thread_env: dict[str, str] = field(default_factory=dict)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def run_dir_for(root: Path, index: int, config: RunConfig) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", config.label()).strip("-")
+    base = root / f"{index:04d}-{slug}-{config.config_hash[:8]}"
+    path, attempt = base, 1
+    while path.exists():
+        attempt += 1
+        path = base.with_name(f"{base.name}-a{attempt}")
+    return path
+
+
+def worker_env(config: RunConfig) -> tuple[dict[str, str], dict[str, str]]:
+    """The worker's environment, and the thread variables it was given."""
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARIABLES}
+    env["PYTHONPATH"] = str(WORKERS_PARENT)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # so device indices agree with NVML's
+    if config.threads > 0:
+        for name in THREAD_VARIABLES:
+            env[name] = str(config.threads)
+    threads = {k: env[k] for k in THREAD_VARIABLES if k in env}
+    return env, threads
+
+
+def write_spec(run_dir: Path, config: RunConfig) -> Path:
+    spec = {
+        "spec_version": 1,
+        "config_hash": config.config_hash,
+        "events_path": "events.jsonl",
+        "result_path": "result.json",
+        "config": config.to_dict(),
+    }
+    path = run_dir / "spec.json"
+    path.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def _shell_command(run_dir: Path, env: dict[str, str], threads: dict[str, str], cmd: list[str]) -> str:
+    assignments = [f"PYTHONPATH={shlex.quote(env['PYTHONPATH'])}"]
+    assignments += [f"{k}={v}" for k, v in threads.items()]
+    return f"cd {shlex.quote(str(run_dir))} && {' '.join(assignments)} {shlex.join(cmd)}"
+
+
+def execute(
+    config: RunConfig, run_dir: Path, env_root: str | None, tick: Callable[[], None] | None = None
+) -> RunRecord:
+    """Run one configuration to its end; always returns a record, whatever happened."""
+    run_dir.mkdir(parents=True)
+    write_spec(run_dir, config)
+    python, where = envs.python_for(config.framework, env_root)
+    env, threads = worker_env(config)
+    cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]
+    started = now()
+    if python is None:
+        finished = None
+        outcome = outcomes.Outcome("unavailable", reason=where)
+    else:
+        finished = run_worker(cmd, env, run_dir, config.timeout, tick=tick)
+        outcome = outcomes.classify(finished, run_dir, config.timeout)
+    return _gather(config, outcome, run_dir, started, finished, _shell_command(run_dir, env, threads, cmd), threads)
+
+
+def _gather(
+    config: RunConfig,
+    outcome: outcomes.Outcome,
+    run_dir: Path,
+    started: str,
+    finished: Finished | None,
+    command: str,
+    threads: dict[str, str],
+) -> RunRecord:
+    events = outcomes.read_events(run_dir / "events.jsonl")
+    if outcome.result and outcome.outcome == "ok":
+        epochs = list(outcome.result["epochs"])
+    else:
+        epochs = [e for e in events if e.get("event") == "epoch_end"]
+    return RunRecord(
+        config=config,
+        outcome=outcome,
+        run_dir=run_dir,
+        started_at=started,
+        ended_at=now(),
+        wall_seconds=finished.wall_seconds if finished else 0.0,
+        worker_command=command,
+        epochs=epochs,
+        events=events,
+        stderr_tail=outcomes.read_tail(run_dir / "stderr.log", 4000),
+        thread_env=threads,
+    )
+
+
+def where_it_died(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last phase, epoch and completed step the event stream shows."""
+    phase = epoch = step = None
+    for event in events:
+        if event.get("event") == "phase":
+            phase, step = event.get("phase"), None
+            epoch = event.get("epoch", epoch)
+        elif event.get("event") == "step":
+            epoch, step = event.get("epoch"), event.get("step")
+    return {"last_phase": phase, "last_epoch": epoch, "last_step": step}
+
+
+def summarise(epochs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians and spread over the timed epochs (all repeats)."""
+    seconds = [e["seconds"] for e in epochs if isinstance(e.get("seconds"), (int, float))]
+    if not seconds:
+        return {}
+    ips = [e["images_per_second"] for e in epochs if e.get("images_per_second")]
+    spi = [e["seconds_per_image"] for e in epochs if e.get("seconds_per_image")]
+    last = epochs[-1]
+    return {
+        "median_epoch_seconds": statistics.median(seconds),
+        "min_epoch_seconds": min(seconds),
+        "max_epoch_seconds": max(seconds),
+        "images_per_second": statistics.median(ips) if ips else None,
+        "seconds_per_image": statistics.median(spi) if spi else None,
+        "steps_per_epoch": last.get("steps"),
+        "final_train_loss": last.get("train_loss"),
+        "final_val_accuracy": last.get("val_accuracy"),
+    }

@@ -1,0 +1,174 @@
+"""Turn how a worker ended (exit status, result file, event stream, stderr) into one outcome.
+
+Every run ends in exactly one outcome with its evidence; see docs/outcomes.md for the table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.process import Finished
+
+OUTCOMES = (
+    "ok",
+    "error",
+    "oom",
+    "crash",
+    "timeout",
+    "unsupported",
+    "unavailable",
+    "interrupted",
+    "invalid",
+)
+WORKER_STATUSES = {"ok", "error", "oom", "unsupported", "unavailable"}
+STDERR_TAIL_BYTES = 8192
+# What frameworks print when they run out of memory without raising a Python exception.
+OOM_TEXT = re.compile(r"out of memory|std::bad_alloc|cannot allocate memory|MemoryError", re.I)
+
+
+@dataclass
+class Outcome:
+    outcome: str
+    reason: str | None = None
+    exit_code: int | None = None
+    signal_number: int | None = None
+    signal_name: str | None = None
+    exception_type: str | None = None
+    exception_message: str | None = None
+    traceback: str | None = None
+    result: dict[str, Any] | None = field(default=None, repr=False)
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def read_tail(path: Path, size: int = STDERR_TAIL_BYTES) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - size))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """Every well-formed event; a line cut short by the worker's death is skipped."""
+    events = []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    continue
+    except OSError:
+        pass
+    return events
+
+
+def fatal_traceback(stderr: str) -> str | None:
+    """The faulthandler dump ('Fatal Python error: ...' and its stacks) in stderr, if any."""
+    start = stderr.rfind("Fatal Python error")
+    if start < 0:
+        start = stderr.rfind("Current thread")
+    return stderr[start:].strip() if start >= 0 else None
+
+
+def _read_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The result, or None and why it is not usable."""
+    if not path.exists():
+        return None, "the worker wrote no result"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        return None, f"the result file is malformed: {exc}"
+    if not isinstance(data, dict) or data.get("status") not in WORKER_STATUSES:
+        return None, "the result file has no valid status"
+    if data["status"] == "ok":
+        problem = _check_ok_result(data)
+        if problem:
+            return None, problem
+    return data, None
+
+
+def _check_ok_result(data: dict[str, Any]) -> str | None:
+    epochs = data.get("epochs")
+    if not isinstance(epochs, list) or not epochs:
+        return "the result reports ok but has no epochs"
+    for record in epochs:
+        if not isinstance(record, dict):
+            return "the result has an epoch that is not a record"
+        seconds = record.get("seconds")
+        if not isinstance(seconds, (int, float)) or seconds < 0:
+            return "the result has an epoch without valid seconds"
+    return None
+
+
+def _from_signal(finished: Finished, stderr: str) -> Outcome:
+    number = -finished.returncode
+    name = signal_name(number)
+    if number == signal.SIGKILL and finished.oom_kills > 0:
+        return Outcome(
+            "oom",
+            reason=f"killed by SIGKILL; the kernel's OOM killer fired {finished.oom_kills} time(s) "
+            "in this cgroup while the run lived",
+            signal_number=number,
+            signal_name=name,
+        )
+    return Outcome(
+        "crash",
+        reason=f"killed by {name}",
+        signal_number=number,
+        signal_name=name,
+        traceback=fatal_traceback(stderr),
+    )
+
+
+def _from_result(result: dict[str, Any], finished: Finished) -> Outcome:
+    status = result["status"]
+    exc = result.get("exception") or {}
+    outcome = Outcome(
+        status,
+        reason=result.get("reason"),
+        exit_code=finished.returncode,
+        exception_type=exc.get("type"),
+        exception_message=exc.get("message"),
+        traceback=exc.get("traceback"),
+        result=result,
+    )
+    if status == "ok" and finished.returncode != 0:
+        outcome.outcome = "error"
+        outcome.reason = f"exited with status {finished.returncode} after reporting ok"
+    return outcome
+
+
+def classify(finished: Finished, run_dir: Path, timeout: float) -> Outcome:
+    """The one outcome of a finished worker process, with its evidence."""
+    stderr = read_tail(run_dir / "stderr.log")
+    if finished.interrupted:
+        return Outcome("interrupted", reason="the sweep was interrupted (Ctrl-C or SIGTERM)",
+                       exit_code=finished.returncode, traceback=fatal_traceback(stderr))
+    if finished.timed_out:
+        return Outcome("timeout", reason=f"exceeded its time limit of {timeout:g} s; process group "
+                       "killed (TERM, then KILL)", exit_code=finished.returncode,
+                       traceback=fatal_traceback(stderr))
+    if finished.returncode < 0:
+        return _from_signal(finished, stderr)
+    result, problem = _read_result(run_dir / "result.json")
+    if result is not None:
+        return _from_result(result, finished)
+    if finished.returncode != 0:
+        kind = "oom" if OOM_TEXT.search(stderr[-2000:]) else "error"
+        return Outcome(kind, reason=f"exited with status {finished.returncode} ({problem})",
+                       exit_code=finished.returncode)
+    return Outcome("invalid", reason=f"exited 0 but {problem}", exit_code=0)

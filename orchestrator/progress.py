@@ -1,0 +1,113 @@
+"""Progress over a sweep: one live line on a terminal, plain lines elsewhere."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from orchestrator.config import RunConfig
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60:02d}:{rest % 60:02d}"
+
+
+def _last_event(path: Path) -> dict | None:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 2048))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
+
+
+class Progress:
+    """done/total, the current configuration and what it is doing, elapsed time and ETA."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, live: bool | None = None,
+                 follow: bool = False) -> None:
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self.total, self.done = total, 0
+        self.start = time.monotonic()
+        self.durations: list[float] = []
+        self.follow = follow
+        self._offsets: dict[Path, int] = {}
+        self.label = ""
+        self.run_dir: Path | None = None
+        self.run_start = self.start
+
+    def _eta(self) -> str:
+        if not self.durations:
+            return "?"
+        mean = sum(self.durations) / len(self.durations)
+        return _clock(mean * (self.total - self.done))
+
+    def begin(self, config: RunConfig, run_dir: Path) -> None:
+        self.label, self.run_dir, self.run_start = config.label(), run_dir, time.monotonic()
+        if not self.live:
+            self._line(f"[{self.done + 1}/{self.total}] {self.label}: running")
+        self.tick()
+
+    def tick(self) -> None:
+        if self.follow and self.run_dir is not None:
+            self._echo_logs()
+        if not self.live:
+            return
+        where = ""
+        event = _last_event(self.run_dir / "events.jsonl") if self.run_dir else None
+        if event:
+            where = event.get("phase") or event.get("event", "")
+            if event.get("event") == "step":
+                where = f"epoch {event['epoch']} step {event['step']}" if event["epoch"] else f"warmup step {event['step']}"
+        text = (f"[{self.done}/{self.total}] {_clock(time.monotonic() - self.start)} elapsed, "
+                f"ETA {self._eta()} | {self.label} {where}")
+        width = shutil.get_terminal_size((100, 20)).columns
+        self.stream.write("\r\x1b[2K" + text[: width - 1])
+        self.stream.flush()
+
+    def end(self, outcome: str, run_id: int, detail: str = "") -> None:
+        if self.follow and self.run_dir is not None:
+            self._echo_logs()
+        self.done += 1
+        self.durations.append(time.monotonic() - self.run_start)
+        seconds = time.monotonic() - self.run_start
+        text = f"[{self.done}/{self.total}] {self.label}: {outcome} in {seconds:.1f} s (run {run_id}){detail}"
+        if self.live:
+            self.stream.write("\r\x1b[2K")
+        self._line(text)
+
+    def _line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _echo_logs(self) -> None:
+        """In the foreground (bench rerun), show what the worker printed as it prints it."""
+        assert self.run_dir is not None
+        for name in ("stdout.log", "stderr.log"):
+            path = self.run_dir / name
+            try:
+                with open(path, "rb") as f:
+                    f.seek(self._offsets.get(path, 0))
+                    data = f.read()
+                    self._offsets[path] = f.tell()
+            except OSError:
+                continue
+            if data:
+                if self.live:
+                    self.stream.write("\r\x1b[2K")
+                self.stream.write(data.decode("utf-8", "replace"))
+                self.stream.flush()

@@ -1,0 +1,141 @@
+"""Write sweeps and runs to the database. A run is one transaction, committed as it ends."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from typing import Any
+
+import sqlalchemy as sa
+
+from orchestrator import __version__, hostinfo
+from orchestrator.db import Database
+from orchestrator.execute import RunRecord, now, summarise, where_it_died
+
+# Config fields whose column has another name (the evidence has an exit_code too).
+COLUMN_FOR_FIELD = {"exit_code": "exit_code_setting"}
+
+
+def start_sweep(db: Database, name: str, kind: str, total: int, matrix_path: str | None,
+                matrix_hash: str | None) -> int:
+    info = hostinfo.machine()
+    row = {
+        "name": name,
+        "kind": kind,
+        "matrix_path": matrix_path,
+        "matrix_hash": matrix_hash,
+        "started_at": now(),
+        "status": "running",
+        "total_configs": total,
+        "host": info["hostname"],
+        "machine": hostinfo.fingerprint(info),
+        "bench_version": __version__,
+        "git_commit": hostinfo.git_commit(),
+        "command": shlex.join(["bench", *sys.argv[1:]]),
+    }
+    with db.begin() as conn:
+        return db.insert(conn, db.sweeps, row)
+
+
+def reopen_sweep(db: Database, sweep_id: int, total: int) -> None:
+    with db.begin() as conn:
+        conn.execute(
+            sa.update(db.sweeps).where(db.sweeps.c.id == sweep_id)
+            .values(status="running", ended_at=None, total_configs=total)
+        )
+
+
+def end_sweep(db: Database, sweep_id: int, status: str) -> None:
+    with db.begin() as conn:
+        conn.execute(
+            sa.update(db.sweeps).where(db.sweeps.c.id == sweep_id)
+            .values(status=status, ended_at=now())
+        )
+
+
+def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
+    row: dict[str, Any] = {COLUMN_FOR_FIELD.get(k, k): v for k, v in rec.config.to_dict().items()}
+    out = rec.outcome
+    result = out.result or {}
+    row.update(
+        sweep_id=sweep_id,
+        config_hash=rec.config.config_hash,
+        config_json=json.dumps(rec.config.to_dict(), sort_keys=True),
+        outcome=out.outcome,
+        reason=out.reason,
+        exit_code=out.exit_code,
+        signal_number=out.signal_number,
+        signal_name=out.signal_name,
+        exception_type=out.exception_type,
+        exception_message=out.exception_message,
+        traceback=out.traceback,
+        stderr_tail=rec.stderr_tail,
+        last_event=json.dumps(rec.events[-1], sort_keys=True) if rec.events else None,
+        started_at=rec.started_at,
+        ended_at=rec.ended_at,
+        wall_seconds=rec.wall_seconds,
+        parameter_count=result.get("parameter_count") or _event_field(rec, "built", "parameter_count"),
+        run_dir=str(rec.run_dir),
+        worker_command=rec.worker_command,
+        reproduce="",  # needs the run id; set after insert
+    )
+    row.update(where_it_died(rec.events))
+    row.update(summarise(rec.epochs))
+    return row
+
+
+def _event_field(rec: RunRecord, event: str, key: str) -> Any:
+    for e in reversed(rec.events):
+        if e.get("event") == event:
+            return e.get(key)
+    return None
+
+
+def _environment_row(run_id: int, rec: RunRecord) -> dict[str, Any]:
+    result = rec.outcome.result or {}
+    info = result.get("info") or next(
+        (e for e in reversed(rec.events) if e.get("event") == "setup"), {}
+    )
+    start = next((e for e in rec.events if e.get("event") == "start"), {})
+    host = hostinfo.machine()
+    known = {"framework_version", "threads", "cuda_version", "event", "t"}
+    return {
+        "run_id": run_id,
+        "framework_version": info.get("framework_version"),
+        "python_version": result.get("python_version") or start.get("python"),
+        "python_executable": result.get("python_executable") or start.get("executable"),
+        "platform": host["platform"],
+        "hostname": host["hostname"],
+        "cpu_model": host["cpu_model"],
+        "cpu_count": host["cpu_count"],
+        "memory_bytes": host["memory_bytes"],
+        "gpu_name": host["gpu_name"],
+        "gpu_driver": host["gpu_driver"],
+        "cuda_version": info.get("cuda_version"),
+        "thread_env": json.dumps(rec.thread_env, sort_keys=True),
+        "threads_applied": json.dumps(info.get("threads"), sort_keys=True),
+        "bench_commit": hostinfo.git_commit(),
+        "extra": json.dumps({k: v for k, v in info.items() if k not in known}, sort_keys=True),
+    }
+
+
+def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
+    keys = ("repeat", "epoch", "seconds", "steps", "images", "images_per_second",
+            "seconds_per_image", "train_loss", "val_loss", "val_accuracy")
+    return [{"run_id": run_id, **{k: e.get(k) for k in keys}} for e in rec.epochs]
+
+
+def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
+    """Insert the run, its epochs and its environment in one transaction; return the run id."""
+    with db.begin() as conn:
+        run_id = db.insert(conn, db.runs, _run_row(sweep_id, rec))
+        conn.execute(
+            sa.update(db.runs).where(db.runs.c.id == run_id)
+            .values(reproduce=f"bench rerun {run_id} --db {shlex.quote(db.url)}")
+        )
+        rows = _epoch_rows(run_id, rec)
+        if rows:
+            conn.execute(db.epochs.insert(), rows)
+        db.insert(conn, db.environments, _environment_row(run_id, rec))
+    return run_id

@@ -1,0 +1,174 @@
+"""Reports over the database: the results table, the crash list, and one run's post-mortem."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlalchemy as sa
+
+from orchestrator.db import Database
+from orchestrator.errors import BenchError, RunNotFound
+from orchestrator.tables import Column, number, render
+
+
+def pick_sweep(db: Database, sweep_id: int | None) -> dict[str, Any]:
+    query = sa.select(db.sweeps)
+    if sweep_id is None:
+        query = query.order_by(db.sweeps.c.id.desc()).limit(1)
+    else:
+        query = query.where(db.sweeps.c.id == sweep_id)
+    sweep = next(db.rows(query), None)
+    if sweep is None:
+        raise BenchError(f"no sweep {sweep_id}" if sweep_id else "the database has no sweeps yet")
+    return sweep
+
+
+def latest_runs(db: Database, sweep_id: int) -> list[dict[str, Any]]:
+    """One row per configuration: its latest attempt in the sweep (a resumed run supersedes)."""
+    runs = db.runs
+    latest = (
+        sa.select(sa.func.max(runs.c.id)).where(runs.c.sweep_id == sweep_id)
+        .group_by(runs.c.config_hash)
+    )
+    query = sa.select(runs).where(runs.c.id.in_(latest)).order_by(runs.c.id)
+    return list(db.rows(query))
+
+
+def _model(row: dict[str, Any]) -> str:
+    return f"fault:{row['fault']}" if row["framework"] == "fault" else row["model"]
+
+
+def _epoch_seconds(row: dict[str, Any]) -> str:
+    median = row.get("median_epoch_seconds")
+    if median is None:
+        return "—"
+    text = number(median)
+    if row.get("repeats", 1) > 1 or row.get("epochs", 1) > 1:
+        text += f" ({number(row['min_epoch_seconds'])}–{number(row['max_epoch_seconds'])})"
+    return text
+
+
+def _ms_per_image(row: dict[str, Any]) -> str:
+    spi = row.get("seconds_per_image")
+    return "—" if spi is None else number(spi * 1000)
+
+
+def _accuracy(row: dict[str, Any]) -> str:
+    acc = row.get("final_val_accuracy")
+    return "—" if acc is None else f"{acc:.3f}"
+
+
+RESULT_COLUMNS = [
+    Column("run", "id"),
+    Column("framework", "framework", lambda r: r["framework"]),
+    Column("model", "model", _model),
+    Column("device", "device", lambda r: r["device"]),
+    Column("batch", "batch_size"),
+    Column("optimizer", "optimizer", lambda r: r["optimizer"]),
+    Column("lr", "lr", lambda r: f"{r['lr']:g}"),
+    Column("threads", "threads", lambda r: str(r["threads"] or "default")),
+    Column("outcome", "outcome", lambda r: r["outcome"]),
+    Column("epoch s (median, min–max)", "median_epoch_seconds", _epoch_seconds),
+    Column("images/s", "images_per_second", lambda r: number(r.get("images_per_second"), 4)),
+    Column("ms/image", "seconds_per_image", _ms_per_image),
+    Column("val acc", "final_val_accuracy", _accuracy),
+]
+
+
+def _where(row: dict[str, Any]) -> str:
+    phase = row.get("last_phase") or "before start"
+    parts = [] if phase == "epoch" else [phase]
+    if row.get("last_epoch") and phase in ("epoch", "eval", "reset"):
+        parts.append(f"epoch {row['last_epoch']}")
+    if row.get("last_step") is not None:
+        parts.append(f"after step {row['last_step']}")
+    return " ".join(parts)
+
+
+def why(row: dict[str, Any]) -> str:
+    if row.get("exception_type"):
+        return f"{row['exception_type']}: {row.get('exception_message') or ''}".strip()
+    return row.get("reason") or ""
+
+
+CRASH_COLUMNS = [
+    Column("run", "id"),
+    Column("framework", "framework", lambda r: r["framework"]),
+    Column("model", "model", _model),
+    Column("device", "device", lambda r: r["device"]),
+    Column("batch", "batch_size"),
+    Column("outcome", "outcome", lambda r: r["outcome"]),
+    Column("signal", "signal_name", lambda r: r.get("signal_name") or "—"),
+    Column("where it died", "last_phase", _where),
+    Column("why", "reason", lambda r: why(r)[:120]),
+]
+
+
+def results(db: Database, sweep_id: int | None, fmt: str, crashes: bool) -> str:
+    sweep = pick_sweep(db, sweep_id)
+    rows = latest_runs(db, sweep["id"])
+    if crashes:
+        rows = [r for r in rows if r["outcome"] != "ok"]
+        for r in rows:
+            r["where_it_died"] = _where(r)
+    columns = CRASH_COLUMNS if crashes else RESULT_COLUMNS
+    body = render(rows, columns, fmt, document={"sweep": sweep, "runs": rows})
+    if fmt != "table":
+        return body
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    head = (f"sweep {sweep['id']} '{sweep['name']}' ({sweep['status']}, started {sweep['started_at']}) "
+            f"on {sweep['machine']}")
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no runs"
+    if crashes and not rows:
+        return f"{head}\nevery configuration ended ok"
+    return f"{head}\n{body}\n{len(rows)} configurations: {summary}"
+
+
+def load_run(db: Database, run_id: int) -> dict[str, Any]:
+    run = next(db.rows(sa.select(db.runs).where(db.runs.c.id == run_id)), None)
+    if run is None:
+        raise RunNotFound(f"no run {run_id} in {db.url}")
+    env = next(db.rows(sa.select(db.environments).where(db.environments.c.run_id == run_id)), {})
+    epochs = list(db.rows(
+        sa.select(db.epochs).where(db.epochs.c.run_id == run_id)
+        .order_by(db.epochs.c.repeat, db.epochs.c.epoch)
+    ))
+    sweep = pick_sweep(db, run["sweep_id"])
+    return {"run": run, "environment": env, "epochs": epochs, "sweep": sweep}
+
+
+def inspect_text(data: dict[str, Any]) -> str:
+    run, env, epochs = data["run"], data["environment"], data["epochs"]
+    config = json.loads(run["config_json"])
+    lines = [f"run {run['id']} of sweep {run['sweep_id']} ('{data['sweep']['name']}'): {run['outcome']}"]
+    lines += ["", "configuration:"]
+    lines += [f"  {k}: {v}" for k, v in config.items() if v is not None]
+    lines += ["", "outcome:", f"  outcome: {run['outcome']}"]
+    for key in ("reason", "exit_code", "signal_name", "signal_number", "exception_type",
+                "exception_message", "wall_seconds", "started_at", "ended_at"):
+        if run.get(key) is not None:
+            lines.append(f"  {key}: {run[key]}")
+    lines.append(f"  last reached: {_where(run)}")
+    if run.get("last_event"):
+        lines.append(f"  last event: {run['last_event']}")
+    if epochs:
+        lines += ["", "epochs:"]
+        for e in epochs:
+            lines.append(
+                f"  repeat {e['repeat']} epoch {e['epoch']}: {number(e['seconds'])} s, "
+                f"{number(e['images_per_second'], 4)} images/s, loss {number(e['train_loss'])}, "
+                f"val acc {number(e['val_accuracy'])}"
+            )
+    if run.get("traceback"):
+        lines += ["", "traceback:"] + ["  " + t for t in run["traceback"].rstrip().splitlines()]
+    if run.get("stderr_tail"):
+        tail = run["stderr_tail"].rstrip().splitlines()[-30:]
+        lines += ["", "stderr (last lines):"] + ["  " + t for t in tail]
+    lines += ["", "environment:"]
+    lines += [f"  {k}: {v}" for k, v in env.items() if k != "run_id" and v not in (None, "null", "{}")]
+    lines += ["", f"logs: {run['run_dir']} (spec.json, events.jsonl, stdout.log, stderr.log)"]
+    lines += ["reproduce:", f"  {run['reproduce']}", f"  {run['worker_command']}"]
+    return "\n".join(lines)

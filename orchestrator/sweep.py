@@ -1,0 +1,91 @@
+"""Run a list of configurations one after another, recording each the moment it ends."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+import sqlalchemy as sa
+
+from orchestrator import record
+from orchestrator.config import RunConfig
+from orchestrator.db import Database
+from orchestrator.execute import execute, run_dir_for
+from orchestrator.progress import Progress
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepResult:
+    sweep_id: int
+    outcomes: dict[int, str] = field(default_factory=dict)  # run id -> outcome
+    skipped: int = 0
+    interrupted: bool = False
+
+
+def finished_hashes(db: Database, sweep_id: int) -> set[str]:
+    """Configurations of a sweep that already have a finished (not interrupted) run."""
+    runs = db.runs
+    query = sa.select(runs.c.config_hash).where(
+        runs.c.sweep_id == sweep_id, runs.c.outcome != "interrupted"
+    )
+    return {row["config_hash"] for row in db.rows(query)}
+
+
+def latest_sweep(db: Database, name: str) -> dict | None:
+    sweeps = db.sweeps
+    query = (
+        sa.select(sweeps).where(sweeps.c.name == name, sweeps.c.kind == "matrix")
+        .order_by(sweeps.c.id.desc()).limit(1)
+    )
+    return next(db.rows(query), None)
+
+
+def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run_configs(
+    db: Database,
+    sweep_id: int,
+    configs: Sequence[RunConfig],
+    runs_root: Path,
+    env_root: str | None,
+    progress: Progress,
+    first_index: int = 1,
+) -> SweepResult:
+    """Run each configuration; Ctrl-C or SIGTERM stops the sweep after recording the current run."""
+    result = SweepResult(sweep_id)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    status = "finished"
+    try:
+        for index, config in enumerate(configs, start=first_index):
+            run_dir = run_dir_for(runs_root / f"sweep-{sweep_id}", index, config)
+            progress.begin(config, run_dir)
+            rec = execute(config, run_dir, env_root, tick=progress.tick)
+            run_id = record.record_run(db, sweep_id, rec)
+            result.outcomes[run_id] = rec.outcome.outcome
+            progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome))
+            if rec.outcome.outcome == "interrupted":
+                result.interrupted = True
+                status = "interrupted"
+                break
+    except KeyboardInterrupt:
+        # Between runs: nothing is running, nothing half-written.
+        result.interrupted = True
+        status = "interrupted"
+    finally:
+        record.end_sweep(db, sweep_id, status)
+        signal.signal(signal.SIGTERM, previous)
+    return result
+
+
+def _detail(outcome) -> str:
+    if outcome.outcome == "ok":
+        return ""
+    return f": {outcome.reason}" if outcome.reason else ""

@@ -1,0 +1,51 @@
+"""Render rows as a terminal table, markdown, CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+FORMATS = ("table", "markdown", "csv", "json")
+
+
+def number(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1e5 else f"{value:,.0f}"
+    return str(value)
+
+
+class Column:
+    """A header (with its unit) and how to get the cell's text and raw value from a row."""
+
+    def __init__(self, header: str, key: str, fmt: Callable[[dict[str, Any]], str] | None = None):
+        self.header, self.key = header, key
+        self.fmt = fmt or (lambda row: number(row.get(key)))
+
+
+def render(rows: Sequence[dict[str, Any]], columns: Sequence[Column], fmt: str,
+           document: dict[str, Any] | None = None) -> str:
+    if fmt == "json":
+        return json.dumps(document if document is not None else list(rows), indent=2, default=str)
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([c.header for c in columns])
+        for row in rows:
+            writer.writerow(["" if row.get(c.key) is None else row.get(c.key) for c in columns])
+        return out.getvalue().rstrip("\n")
+    cells = [[c.fmt(row) for c in columns] for row in rows]
+    headers = [c.header for c in columns]
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in r) + " |" for r in cells]
+        return "\n".join(lines)
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines)

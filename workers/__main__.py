@@ -1,0 +1,93 @@
+"""Entry point: ``python -m workers --spec spec.json``.
+
+Deliberately dumb: read the spec, run the runner with the framework's adapter, write the result.
+Every failure it can see becomes a result with plain-data evidence (type, message, traceback);
+the ones it cannot see (signals, hard exits) are classified by the orchestrator from outside.
+"""
+
+import argparse
+import faulthandler
+import importlib
+import json
+import os
+import platform
+import signal
+import sys
+import traceback
+
+from workers.adapters.base import Unavailable, Unsupported
+from workers.events import EventWriter
+from workers import runner
+
+
+def _write_result(path, result):
+    # Write-then-rename: a result file is either whole or absent, never half-written.
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, sort_keys=True)
+    os.rename(tmp, path)
+
+
+def _failure(status, exc, events):
+    return {
+        "status": status,
+        "reason": str(exc),
+        "exception": {
+            "type": type(exc).__name__,
+            "message": str(exc),
+            "traceback": traceback.format_exc(),
+        },
+        "phase": events.phase,
+    }
+
+
+def _classify(exc, adapter):
+    if isinstance(exc, Unsupported):
+        return "unsupported"
+    if isinstance(exc, Unavailable):
+        return "unavailable"
+    try:
+        if adapter is not None and adapter.is_oom(exc):
+            return "oom"
+    except Exception:
+        pass
+    return "oom" if isinstance(exc, MemoryError) else "error"
+
+
+def _load_adapter(config, result_path):
+    module = importlib.import_module("workers.adapters." + config["framework"])
+    adapter = module.Adapter(config)
+    adapter.result_path = result_path
+    return adapter
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m workers")
+    parser.add_argument("--spec", required=True, help="the run's spec.json")
+    args = parser.parse_args(argv)
+    # A segfault or abort leaves a Python traceback in stderr; so does the orchestrator's
+    # SIGTERM on timeout, which shows where a hung run was stuck before it dies.
+    faulthandler.enable(all_threads=True)
+    faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
+    with open(args.spec) as f:
+        spec = json.load(f)
+    config = spec["config"]
+    events = EventWriter(spec["events_path"])
+    events.emit("start", pid=os.getpid(), python=platform.python_version(), executable=sys.executable)
+    adapter = None
+    try:
+        adapter = _load_adapter(config, spec["result_path"])
+        result = runner.run(adapter, config, events)
+    except Exception as exc:  # every failure becomes data; BaseExceptions (exit, ^C) pass
+        result = _failure(_classify(exc, adapter), exc, events)
+        sys.stderr.write(result["exception"]["traceback"])
+    result["python_version"] = platform.python_version()
+    result["python_executable"] = sys.executable
+    events.emit("end", status=result["status"])
+    _write_result(spec["result_path"], result)
+    events.close()
+    return 0 if result["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per framework; each defines ``Adapter``. Framework imports happen in ``setup()`` only."""

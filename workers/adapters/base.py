@@ -1,0 +1,79 @@
+"""The small interface every framework adapter implements.
+
+Adapters build the model, the optimizer and the data feed, and run a step. They never time
+anything: the shared runner (workers.runner) owns warm-up, clocks, synchronisation and events.
+"""
+
+
+class WorkerFailure(Exception):
+    """Base of the failures an adapter reports deliberately."""
+
+
+class Unsupported(WorkerFailure):
+    """The framework cannot do this model, device or option; the message is the reason."""
+
+
+class Unavailable(WorkerFailure):
+    """The framework cannot be imported or used here; the message says why and how to fix it."""
+
+
+class Adapter(object):
+    """Base class; see docs/adding-a-framework.md for the contract of each method."""
+
+    name = ""
+
+    def __init__(self, config):
+        self.config = config
+
+    def setup(self):
+        """Import the framework, apply thread settings, check the device.
+
+        Returns a dict: framework_version, threads (what was applied), device_name.
+        Raises Unavailable when the import fails, Unsupported for a device it cannot use.
+        """
+        raise NotImplementedError
+
+    def build_model(self):
+        """Build the configured model from its one definition (workers.models); return params."""
+        from workers import models
+
+        arch = models.build_arch(self.config["model"], self.config["classes"], self.config["image_size"])
+        return self.build(arch)
+
+    def build(self, arch):
+        """Build model and optimizer from the architecture (workers.models); return trainable params."""
+        raise NotImplementedError
+
+    def reset(self):
+        """Restore the initial weights and a fresh optimizer state (untimed)."""
+        raise NotImplementedError
+
+    def load_data(self):
+        """Create or load the dataset; return (train_size, val_size)."""
+        raise NotImplementedError
+
+    def prepare_epoch(self, order):
+        """Arrange host-side batches of config['batch_size'] in this order, dropping a partial one.
+
+        Untimed. Returns the number of steps.
+        """
+        raise NotImplementedError
+
+    def train_step(self, index):
+        """One optimizer step on batch ``index``; must not synchronise the device."""
+        raise NotImplementedError
+
+    def synchronize(self):
+        """Block until all queued device work is done."""
+
+    def epoch_loss(self):
+        """Mean training loss over the steps since the last call (after synchronize, untimed)."""
+        raise NotImplementedError
+
+    def evaluate(self):
+        """Return (loss, accuracy) on the validation split."""
+        raise NotImplementedError
+
+    def is_oom(self, exc):
+        """True when ``exc`` is this framework's out-of-memory error (host or device)."""
+        return isinstance(exc, MemoryError)

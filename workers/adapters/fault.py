@@ -1,0 +1,116 @@
+"""The fault worker: the project's one deliberate fake, a framework that fails on command.
+
+It exists to drive every outcome through the real orchestrator, process boundary and worker core.
+A fault strikes during setup, or, with ``after_steps: N``, at the start of training step N + 1
+(warm-up steps count), so it can hit mid-epoch.
+"""
+
+import ctypes
+import os
+import resource
+import signal
+import time
+
+from workers.adapters import base
+
+# Address-space headroom the oom fault allows itself beyond what it already maps: it hits its own
+# limit long before the machine's, so the machine is never at risk.
+OOM_HEADROOM = 512 * 1024 * 1024
+OOM_CHUNK = 16 * 1024 * 1024
+
+
+def _segfault():
+    ctypes.string_at(0)
+
+
+def _oom():
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        mapped = int(f.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + OOM_HEADROOM, hard))
+    hoard = []
+    try:
+        while True:
+            hoard.append(bytearray(OOM_CHUNK))
+    except MemoryError:
+        got = len(hoard) * OOM_CHUNK // (1024 * 1024)
+        del hoard[:]
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    raise MemoryError("fault worker: allocation failed after %d MiB (address space capped)" % got)
+
+
+def _hang(config):
+    if config.get("ignore_sigterm"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(3600)
+
+
+class Adapter(base.Adapter):
+    name = "fault"
+    result_path = None  # set by workers.__main__ so `garbage` can spoil it
+
+    def __init__(self, config):
+        base.Adapter.__init__(self, config)
+        self.fault = config.get("fault") or "ok"
+        self.after = config.get("after_steps")
+        self.steps_done = 0
+        self.losses = 0
+
+    def _strike(self):
+        fault, config = self.fault, self.config
+        if fault == "raise":
+            raise RuntimeError("fault worker: raised on purpose after %d steps" % self.steps_done)
+        if fault == "segfault":
+            _segfault()
+        elif fault == "abort":
+            os.abort()
+        elif fault == "exit":
+            code = config.get("exit_code")
+            os._exit(1 if code is None else code)
+        elif fault == "hang":
+            _hang(config)
+        elif fault == "oom":
+            _oom()
+        elif fault == "garbage":
+            with open(self.result_path, "w") as f:
+                f.write('{"status": "ok", "epochs": [ this is not json')
+            os._exit(0)
+        elif fault == "no_result":
+            os._exit(0)
+        elif fault == "sleep":
+            time.sleep(config.get("seconds") or 0)
+            self.fault = "ok"
+
+    def setup(self):
+        if self.after is None:
+            self._strike()
+        return {"framework_version": "fault", "threads": {}, "device_name": "none"}
+
+    def build_model(self):
+        return 0
+
+    def reset(self):
+        self.losses = 0
+
+    def load_data(self):
+        size = self.config["dataset_size"]
+        val = int(round(size * self.config["val_fraction"]))
+        return size - val, val
+
+    def prepare_epoch(self, order):
+        return len(order) // self.config["batch_size"]
+
+    def train_step(self, index):
+        if self.after is not None and self.steps_done == self.after:
+            self._strike()
+        self.steps_done += 1
+        # A little real work so a step has a duration, as a framework's would.
+        self.losses += sum(range(20000)) % 7
+
+    def epoch_loss(self):
+        return None
+
+    def evaluate(self):
+        return None, None

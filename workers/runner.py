@@ -1,0 +1,86 @@
+"""The shared runner: every framework is warmed up, timed and observed by this same code.
+
+Clocks are read only after the adapter has synchronised its device, and everything that is not
+the training step itself (batch arrangement, evaluation, loss read-out) stays outside the clocks.
+"""
+
+import random
+import time
+
+
+def epoch_order(seed, epoch, size):
+    """The training-set order of one epoch: the same in every framework for a given seed."""
+    order = list(range(size))
+    random.Random(seed * 1000003 + epoch).shuffle(order)
+    return order
+
+
+def _warmup(adapter, config, events, train_size):
+    steps = adapter.prepare_epoch(epoch_order(config["seed"], 0, train_size))
+    events.set_phase("warmup", steps=config["warmup_steps"])
+    for i in range(config["warmup_steps"]):
+        adapter.train_step(i % steps)
+        events.step(0, i + 1)
+    adapter.synchronize()
+
+
+def _epoch(adapter, config, events, train_size, repeat, epoch):
+    """Run and time one epoch; return its record (seconds exclude evaluation)."""
+    steps = adapter.prepare_epoch(epoch_order(config["seed"], epoch, train_size))
+    events.set_phase("epoch", epoch=epoch, repeat=repeat, steps=steps)
+    adapter.synchronize()
+    start = time.perf_counter()
+    for i in range(steps):
+        adapter.train_step(i)
+        events.step(epoch, i + 1)
+    adapter.synchronize()
+    seconds = time.perf_counter() - start
+    train_loss = adapter.epoch_loss()
+    events.set_phase("eval", epoch=epoch, repeat=repeat)
+    val_loss, val_accuracy = adapter.evaluate()
+    images = steps * config["batch_size"]
+    record = {
+        "repeat": repeat,
+        "epoch": epoch,
+        "seconds": seconds,
+        "steps": steps,
+        "images": images,
+        "images_per_second": images / seconds if seconds > 0 else None,
+        "seconds_per_image": seconds / images if images else None,
+        "train_loss": train_loss,
+        "val_loss": val_loss,
+        "val_accuracy": val_accuracy,
+    }
+    events.emit("epoch_end", **record)
+    return record
+
+
+def run(adapter, config, events):
+    """Run one configuration; return the result fields (status ok)."""
+    events.set_phase("import")
+    info = adapter.setup()
+    events.emit("setup", **info)
+    events.set_phase("build")
+    parameters = adapter.build_model()
+    events.emit("built", parameter_count=parameters)
+    events.set_phase("data")
+    train_size, val_size = adapter.load_data()
+    events.emit("data", train_size=train_size, val_size=val_size)
+    if config["warmup_steps"]:
+        _warmup(adapter, config, events, train_size)
+    records = []
+    for repeat in range(config["repeats"]):
+        # Warm-up and earlier repeats changed the weights: every timed repeat starts from the
+        # same initial state, so accuracy per epoch is comparable across repeats and frameworks.
+        events.set_phase("reset", repeat=repeat)
+        adapter.reset()
+        for epoch in range(1, config["epochs"] + 1):
+            records.append(_epoch(adapter, config, events, train_size, repeat, epoch))
+    return {
+        "status": "ok",
+        "info": info,
+        "parameter_count": parameters,
+        "train_size": train_size,
+        "val_size": val_size,
+        "epochs": records,
+    }
