@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -29,6 +30,8 @@ FAULTS = (
     "garbage",
     "no_result",
     "sleep",
+    "unsupported",
+    "unavailable",
 )
 
 
@@ -106,7 +109,7 @@ def _any_int(value: Any) -> int:
 
 def _number(positive: bool, maximum: float | None = None) -> Callable[[Any], float]:
     def check(value: Any) -> float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if ok and (value <= 0 if positive else value < 0):
             ok = False
         if ok and maximum is not None and value >= maximum:

@@ -54,10 +54,11 @@ def _classify(exc, adapter):
     return "oom" if isinstance(exc, MemoryError) else "error"
 
 
-def _load_adapter(config, result_path):
+def _load_adapter(config, result_path, events):
     module = importlib.import_module("workers.adapters." + config["framework"])
     adapter = module.Adapter(config)
     adapter.result_path = result_path
+    adapter.events = events
     return adapter
 
 
@@ -76,7 +77,7 @@ def main(argv=None):
     events.emit("start", pid=os.getpid(), python=platform.python_version(), executable=sys.executable)
     adapter = None
     try:
-        adapter = _load_adapter(config, spec["result_path"])
+        adapter = _load_adapter(config, spec["result_path"], events)
         result = runner.run(adapter, config, events)
     except Exception as exc:  # every failure becomes data; BaseExceptions (exit, ^C) pass
         result = _failure(_classify(exc, adapter), exc, events)

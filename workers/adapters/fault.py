@@ -9,6 +9,8 @@ import ctypes
 import os
 import resource
 import signal
+import subprocess
+import sys
 import time
 
 from workers.adapters import base
@@ -40,9 +42,14 @@ def _oom():
     raise MemoryError("fault worker: allocation failed after %d MiB (address space capped)" % got)
 
 
-def _hang(config):
+def _hang(config, events):
     if config.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # A child that hangs too, as a framework's data-loader process would: the orchestrator must
+    # kill the whole process group, not only the worker.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    if events is not None:
+        events.emit("child", pid=child.pid)
     while True:
         time.sleep(3600)
 
@@ -50,6 +57,7 @@ def _hang(config):
 class Adapter(base.Adapter):
     name = "fault"
     result_path = None  # set by workers.__main__ so `garbage` can spoil it
+    events = None  # likewise, so `hang` can report its child
 
     def __init__(self, config):
         base.Adapter.__init__(self, config)
@@ -70,7 +78,7 @@ class Adapter(base.Adapter):
             code = config.get("exit_code")
             os._exit(1 if code is None else code)
         elif fault == "hang":
-            _hang(config)
+            _hang(config, self.events)
         elif fault == "oom":
             _oom()
         elif fault == "garbage":
@@ -79,6 +87,10 @@ class Adapter(base.Adapter):
             os._exit(0)
         elif fault == "no_result":
             os._exit(0)
+        elif fault == "unsupported":
+            raise base.Unsupported("fault worker: unsupported on purpose")
+        elif fault == "unavailable":
+            raise base.Unavailable("fault worker: unavailable on purpose (nothing to install)")
         elif fault == "sleep":
             time.sleep(config.get("seconds") or 0)
             self.fault = "ok"

@@ -1,0 +1,74 @@
+"""Shared fixtures: a fresh database and run folder per test, matrices written on the fly,
+and the interpreters of the real framework environments."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator import envs
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty current directory: bench.db and bench-runs/ land here."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BENCH_DB", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def write_matrix(workdir: Path):
+    def write(text: str, name: str = "m.yaml") -> Path:
+        path = workdir / name
+        path.write_text(textwrap.dedent(text).lstrip())
+        return path
+
+    return write
+
+
+@pytest.fixture
+def cli():
+    """Invoke the bench CLI in-process on the current directory; returns click's Result."""
+    from orchestrator.cli import cli as bench_cli
+
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(bench_cli, list(args), catch_exceptions=False)
+
+    return invoke
+
+
+def bench_command(*args: str) -> list[str]:
+    """The bench CLI as a separate process (for real signals)."""
+    return [sys.executable, "-c", "from orchestrator.cli import main; main()", *args]
+
+
+@pytest.fixture(scope="session")
+def pytorch_python() -> Path:
+    python, why = envs.python_for("pytorch")
+    if python is None:
+        pytest.fail(f"the PyTorch environment is missing: {why}")
+    return python
+
+
+def pyenv_python36() -> Path | None:
+    """Python 3.6 from pyenv, as FACTS.md says these machines ship it (Singa needs it)."""
+    if os.environ.get("BENCH_PYTHON36"):
+        return Path(os.environ["BENCH_PYTHON36"])
+    pyenv = shutil.which("pyenv")
+    if not pyenv:
+        return None
+    root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
+    found = sorted(Path(root, "versions").glob("3.6*/bin/python3"))
+    return found[-1] if found else None
