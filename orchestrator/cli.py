@@ -37,14 +37,20 @@ class BenchGroup(click.Group):
 
 def db_option(f: Any) -> Any:
     return click.option(
-        "--db", "db_url", default=DEFAULT_URL, show_default=True, envvar="BENCH_DB",
+        "--db",
+        "db_url",
+        default=DEFAULT_URL,
+        show_default=True,
+        envvar="BENCH_DB",
         help="Results database: a SQLAlchemy URL or a file path (env BENCH_DB).",
     )(f)
 
 
 def env_dir_option(f: Any) -> Any:
     return click.option(
-        "--env-dir", default=None, envvar="BENCH_ENV_DIR",
+        "--env-dir",
+        default=None,
+        envvar="BENCH_ENV_DIR",
         help="Where framework environments live (env BENCH_ENV_DIR; default ~/.cache/bench/envs).",
     )(f)
 
@@ -55,7 +61,7 @@ def runs_root(db_url: str, runs_dir: str | None) -> Path:
         return Path(runs_dir).resolve()
     url = normalise_url(db_url)
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        return Path(url[len("sqlite:///"):]).resolve().parent / "bench-runs"
+        return Path(url[len("sqlite:///") :]).resolve().parent / "bench-runs"
     return Path("bench-runs").resolve()
 
 
@@ -85,7 +91,9 @@ def _dry_run(configs: list[RunConfig], done: set[str]) -> None:
     for i, config in enumerate(configs, start=1):
         mark = "  (finished, skipped by --resume)" if config.config_hash in done else ""
         click.echo(f"{i:4d}  {config.config_hash}  {config.label()}{mark}")
-    click.echo(f"{len(configs)} configurations, {len(configs) - len(done & {c.config_hash for c in configs})} to run")
+    click.echo(
+        f"{len(configs)} configurations, {len(configs) - len(done & {c.config_hash for c in configs})} to run"
+    )
 
 
 def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
@@ -93,7 +101,10 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
     for outcome in result.outcomes.values():
         counts[outcome] = counts.get(outcome, 0) + 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing run"
-    click.echo(f"sweep {result.sweep_id}: {summary}" + (f"; {result.skipped} already finished" if result.skipped else ""))
+    click.echo(
+        f"sweep {result.sweep_id}: {summary}"
+        + (f"; {result.skipped} already finished" if result.skipped else "")
+    )
     if result.interrupted:
         click.echo(f"interrupted: finish it with `{resume_hint}`", err=True)
         sys.exit(EXIT_INTERRUPTED)
@@ -104,16 +115,34 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
 
 
 @cli.command()
-@click.option("--matrix", "matrix_path", required=True, type=click.Path(dir_okay=False), help="Matrix YAML file.")
+@click.option(
+    "--matrix", "matrix_path", required=True, type=click.Path(dir_okay=False), help="Matrix YAML file."
+)
 @click.option("--only", "only", default=None, help="Run a subset: KEY=VALUE[,KEY=VALUE...].")
 @click.option("--dry-run", is_flag=True, help="List the expanded configurations; run nothing.")
-@click.option("--resume", is_flag=True, help="Continue this matrix's latest sweep: run only what has no finished record.")
-@click.option("--fail-on", default=None, help="Exit 1 if any run ends with one of these outcomes (comma-separated).")
-@click.option("--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database).")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue this matrix's latest sweep: run only what has no finished record.",
+)
+@click.option(
+    "--fail-on", default=None, help="Exit 1 if any run ends with one of these outcomes (comma-separated)."
+)
+@click.option(
+    "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
+)
 @db_option
 @env_dir_option
-def run(matrix_path: str, only: str | None, dry_run: bool, resume: bool, fail_on: str | None,
-        runs_dir: str | None, db_url: str, env_dir: str | None) -> None:
+def run(
+    matrix_path: str,
+    only: str | None,
+    dry_run: bool,
+    resume: bool,
+    fail_on: str | None,
+    runs_dir: str | None,
+    db_url: str,
+    env_dir: str | None,
+) -> None:
     """Run every configuration of a matrix, each in its own process and environment.
 
     \b
@@ -143,17 +172,31 @@ def run(matrix_path: str, only: str | None, dry_run: bool, resume: bool, fail_on
         click.echo(f"no earlier sweep named {m.name!r}: starting a new one", err=True)
     if sweep is not None:
         if sweep["matrix_hash"] != m.file_hash:
-            click.echo(f"note: {matrix_path} changed since sweep {sweep['id']}; "
-                       "configurations are matched by their settings", err=True)
+            click.echo(
+                f"note: {matrix_path} changed since sweep {sweep['id']}; "
+                "configurations are matched by their settings",
+                err=True,
+            )
         sweep_id = sweep["id"]
         record.reopen_sweep(db, sweep_id, len(configs))
     else:
         sweep_id = record.start_sweep(db, m.name, "matrix", len(configs), str(matrix_path), m.file_hash)
     progress = Progress(len(todo))
-    result = run_configs(db, sweep_id, todo, runs_root(db_url, runs_dir), env_dir, progress,
-                         first_index=len(configs) - len(todo) + 1)
+    result = run_configs(
+        db,
+        sweep_id,
+        todo,
+        runs_root(db_url, runs_dir),
+        env_dir,
+        progress,
+        first_index=len(configs) - len(todo) + 1,
+    )
     result.skipped = len(configs) - len(todo)
-    _finish(result, wanted_fail, f"bench run --matrix {matrix_path} --resume" + (f" --only {only}" if only else ""))
+    _finish(
+        result,
+        wanted_fail,
+        f"bench run --matrix {matrix_path} --resume" + (f" --only {only}" if only else ""),
+    )
 
 
 @cli.command()
@@ -192,7 +235,9 @@ def inspect(run_id: int, fmt: str, db_url: str) -> None:
 
 @cli.command()
 @click.argument("run_id", type=int)
-@click.option("--runs-dir", default=None, help="Where the run folder goes (default: bench-runs/ beside the database).")
+@click.option(
+    "--runs-dir", default=None, help="Where the run folder goes (default: bench-runs/ beside the database)."
+)
 @db_option
 @env_dir_option
 def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -> None:
@@ -210,7 +255,9 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
     result = run_configs(db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress)
     new_id = next(iter(result.outcomes), None)
     if new_id is not None:
-        click.echo(f"run {run_id} was {old['outcome']}; this time {result.outcomes[new_id]}: bench inspect {new_id}")
+        click.echo(
+            f"run {run_id} was {old['outcome']}; this time {result.outcomes[new_id]}: bench inspect {new_id}"
+        )
     _finish(result, set(), f"bench rerun {run_id}")
 
 
@@ -260,8 +307,11 @@ def env_list(fmt: str, env_dir: str | None) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     for r in rows:
-        detail = (f"python {r['python_version']}, {r['framework']} {r['framework_version']}, {r['python']}"
-                  if r["status"] == "ok" else r["reason"])
+        detail = (
+            f"python {r['python_version']}, {r['framework']} {r['framework_version']}, {r['python']}"
+            if r["status"] == "ok"
+            else r["reason"]
+        )
         click.echo(f"{r['framework']:10s} {r['status']:12s} {detail}")
 
 

@@ -55,9 +55,7 @@ class Database:
         except sa.exc.ArgumentError as exc:
             raise DatabaseError(f"--db {url}: not a database URL ({exc})") from None
         if backend != "sqlite":
-            raise DatabaseError(
-                f"--db {url}: only SQLite databases are supported so far (sqlite:///FILE)"
-            )
+            raise DatabaseError(f"--db {url}: only SQLite databases are supported so far (sqlite:///FILE)")
         path = _sqlite_path(self.url)
         if path is not None and not path.exists() and not create:
             raise DatabaseError(f"no database at {path}: run `bench run --matrix FILE` first")
@@ -75,9 +73,7 @@ class Database:
         expected = schema_version()
         with self.engine.begin() as conn:
             found = conn.exec_driver_sql("PRAGMA user_version").scalar() or 0
-            tables = conn.exec_driver_sql(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-            ).scalar()
+            tables = conn.exec_driver_sql("SELECT count(*) FROM sqlite_master WHERE type = 'table'").scalar()
             if found == 0 and not tables:
                 if not create:
                     raise DatabaseError(f"{path}: the database is empty: run `bench run` first")

@@ -102,7 +102,9 @@ def execute(
     else:
         finished = run_worker(cmd, env, run_dir, config.timeout, tick=tick)
         outcome = outcomes.classify(finished, run_dir, config.timeout)
-    return _gather(config, outcome, run_dir, started, finished, _shell_command(run_dir, env, threads, cmd), threads)
+    return _gather(
+        config, outcome, run_dir, started, finished, _shell_command(run_dir, env, threads, cmd), threads
+    )
 
 
 def _gather(

@@ -40,7 +40,10 @@ def _gpus() -> tuple[str | None, str | None]:
     try:
         out = subprocess.run(
             [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None, None
@@ -55,7 +58,9 @@ def git_commit() -> str | None:
     try:
         out = subprocess.run(
             ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -63,7 +68,9 @@ def git_commit() -> str | None:
         return None
     dirty = subprocess.run(
         ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True, text=True, timeout=10,
+        capture_output=True,
+        text=True,
+        timeout=10,
     ).stdout.strip()
     return out.stdout.strip() + ("-dirty" if dirty else "")
 

@@ -156,12 +156,19 @@ def classify(finished: Finished, run_dir: Path, timeout: float) -> Outcome:
     """The one outcome of a finished worker process, with its evidence."""
     stderr = read_tail(run_dir / "stderr.log")
     if finished.interrupted:
-        return Outcome("interrupted", reason="the sweep was interrupted (Ctrl-C or SIGTERM)",
-                       exit_code=finished.returncode, traceback=fatal_traceback(stderr))
+        return Outcome(
+            "interrupted",
+            reason="the sweep was interrupted (Ctrl-C or SIGTERM)",
+            exit_code=finished.returncode,
+            traceback=fatal_traceback(stderr),
+        )
     if finished.timed_out:
-        return Outcome("timeout", reason=f"exceeded its time limit of {timeout:g} s; process group "
-                       "killed (TERM, then KILL)", exit_code=finished.returncode,
-                       traceback=fatal_traceback(stderr))
+        return Outcome(
+            "timeout",
+            reason=f"exceeded its time limit of {timeout:g} s; process group killed (TERM, then KILL)",
+            exit_code=finished.returncode,
+            traceback=fatal_traceback(stderr),
+        )
     if finished.returncode < 0:
         return _from_signal(finished, stderr)
     result, problem = _read_result(run_dir / "result.json")
@@ -169,6 +176,9 @@ def classify(finished: Finished, run_dir: Path, timeout: float) -> Outcome:
         return _from_result(result, finished)
     if finished.returncode != 0:
         kind = "oom" if OOM_TEXT.search(stderr[-2000:]) else "error"
-        return Outcome(kind, reason=f"exited with status {finished.returncode} ({problem})",
-                       exit_code=finished.returncode)
+        return Outcome(
+            kind,
+            reason=f"exited with status {finished.returncode} ({problem})",
+            exit_code=finished.returncode,
+        )
     return Outcome("invalid", reason=f"exited 0 but {problem}", exit_code=0)

@@ -37,8 +37,9 @@ def _last_event(path: Path) -> dict | None:
 class Progress:
     """done/total, the current configuration and what it is doing, elapsed time and ETA."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, live: bool | None = None,
-                 follow: bool = False) -> None:
+    def __init__(
+        self, total: int, stream: TextIO | None = None, live: bool | None = None, follow: bool = False
+    ) -> None:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.total, self.done = total, 0
@@ -72,9 +73,15 @@ class Progress:
         if event:
             where = event.get("phase") or event.get("event", "")
             if event.get("event") == "step":
-                where = f"epoch {event['epoch']} step {event['step']}" if event["epoch"] else f"warmup step {event['step']}"
-        text = (f"[{self.done}/{self.total}] {_clock(time.monotonic() - self.start)} elapsed, "
-                f"ETA {self._eta()} | {self.label} {where}")
+                where = (
+                    f"epoch {event['epoch']} step {event['step']}"
+                    if event["epoch"]
+                    else f"warmup step {event['step']}"
+                )
+        text = (
+            f"[{self.done}/{self.total}] {_clock(time.monotonic() - self.start)} elapsed, "
+            f"ETA {self._eta()} | {self.label} {where}"
+        )
         width = shutil.get_terminal_size((100, 20)).columns
         self.stream.write("\r\x1b[2K" + text[: width - 1])
         self.stream.flush()

@@ -17,8 +17,9 @@ from orchestrator.execute import RunRecord, now, summarise, where_it_died
 COLUMN_FOR_FIELD = {"exit_code": "exit_code_setting"}
 
 
-def start_sweep(db: Database, name: str, kind: str, total: int, matrix_path: str | None,
-                matrix_hash: str | None) -> int:
+def start_sweep(
+    db: Database, name: str, kind: str, total: int, matrix_path: str | None, matrix_hash: str | None
+) -> int:
     info = hostinfo.machine()
     row = {
         "name": name,
@@ -41,7 +42,8 @@ def start_sweep(db: Database, name: str, kind: str, total: int, matrix_path: str
 def reopen_sweep(db: Database, sweep_id: int, total: int) -> None:
     with db.begin() as conn:
         conn.execute(
-            sa.update(db.sweeps).where(db.sweeps.c.id == sweep_id)
+            sa.update(db.sweeps)
+            .where(db.sweeps.c.id == sweep_id)
             .values(status="running", ended_at=None, total_configs=total)
         )
 
@@ -49,8 +51,7 @@ def reopen_sweep(db: Database, sweep_id: int, total: int) -> None:
 def end_sweep(db: Database, sweep_id: int, status: str) -> None:
     with db.begin() as conn:
         conn.execute(
-            sa.update(db.sweeps).where(db.sweeps.c.id == sweep_id)
-            .values(status=status, ended_at=now())
+            sa.update(db.sweeps).where(db.sweeps.c.id == sweep_id).values(status=status, ended_at=now())
         )
 
 
@@ -94,7 +95,7 @@ def _event_field(rec: RunRecord, event: str, key: str) -> Any:
 
 def _environment_row(run_id: int, rec: RunRecord) -> dict[str, Any]:
     result = rec.outcome.result or {}
-    info = result.get("info") or next(
+    info: dict[str, Any] = result.get("info") or next(
         (e for e in reversed(rec.events) if e.get("event") == "setup"), {}
     )
     start = next((e for e in rec.events if e.get("event") == "start"), {})
@@ -121,8 +122,18 @@ def _environment_row(run_id: int, rec: RunRecord) -> dict[str, Any]:
 
 
 def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
-    keys = ("repeat", "epoch", "seconds", "steps", "images", "images_per_second",
-            "seconds_per_image", "train_loss", "val_loss", "val_accuracy")
+    keys = (
+        "repeat",
+        "epoch",
+        "seconds",
+        "steps",
+        "images",
+        "images_per_second",
+        "seconds_per_image",
+        "train_loss",
+        "val_loss",
+        "val_accuracy",
+    )
     return [{"run_id": run_id, **{k: e.get(k) for k in keys}} for e in rec.epochs]
 
 
@@ -131,7 +142,8 @@ def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
     with db.begin() as conn:
         run_id = db.insert(conn, db.runs, _run_row(sweep_id, rec))
         conn.execute(
-            sa.update(db.runs).where(db.runs.c.id == run_id)
+            sa.update(db.runs)
+            .where(db.runs.c.id == run_id)
             .values(reproduce=f"bench rerun {run_id} --db {shlex.quote(db.url)}")
         )
         rows = _epoch_rows(run_id, rec)

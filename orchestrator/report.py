@@ -27,10 +27,7 @@ def pick_sweep(db: Database, sweep_id: int | None) -> dict[str, Any]:
 def latest_runs(db: Database, sweep_id: int) -> list[dict[str, Any]]:
     """One row per configuration: its latest attempt in the sweep (a resumed run supersedes)."""
     runs = db.runs
-    latest = (
-        sa.select(sa.func.max(runs.c.id)).where(runs.c.sweep_id == sweep_id)
-        .group_by(runs.c.config_hash)
-    )
+    latest = sa.select(sa.func.max(runs.c.id)).where(runs.c.sweep_id == sweep_id).group_by(runs.c.config_hash)
     query = sa.select(runs).where(runs.c.id.in_(latest)).order_by(runs.c.id)
     return list(db.rows(query))
 
@@ -119,8 +116,10 @@ def results(db: Database, sweep_id: int | None, fmt: str, crashes: bool) -> str:
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-    head = (f"sweep {sweep['id']} '{sweep['name']}' ({sweep['status']}, started {sweep['started_at']}) "
-            f"on {sweep['machine']}")
+    head = (
+        f"sweep {sweep['id']} '{sweep['name']}' ({sweep['status']}, started {sweep['started_at']}) "
+        f"on {sweep['machine']}"
+    )
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no runs"
     if crashes and not rows:
         return f"{head}\nevery configuration ended ok"
@@ -132,10 +131,13 @@ def load_run(db: Database, run_id: int) -> dict[str, Any]:
     if run is None:
         raise RunNotFound(f"no run {run_id} in {db.url}")
     env = next(db.rows(sa.select(db.environments).where(db.environments.c.run_id == run_id)), {})
-    epochs = list(db.rows(
-        sa.select(db.epochs).where(db.epochs.c.run_id == run_id)
-        .order_by(db.epochs.c.repeat, db.epochs.c.epoch)
-    ))
+    epochs = list(
+        db.rows(
+            sa.select(db.epochs)
+            .where(db.epochs.c.run_id == run_id)
+            .order_by(db.epochs.c.repeat, db.epochs.c.epoch)
+        )
+    )
     sweep = pick_sweep(db, run["sweep_id"])
     return {"run": run, "environment": env, "epochs": epochs, "sweep": sweep}
 
@@ -147,8 +149,17 @@ def inspect_text(data: dict[str, Any]) -> str:
     lines += ["", "configuration:"]
     lines += [f"  {k}: {v}" for k, v in config.items() if v is not None]
     lines += ["", "outcome:", f"  outcome: {run['outcome']}"]
-    for key in ("reason", "exit_code", "signal_name", "signal_number", "exception_type",
-                "exception_message", "wall_seconds", "started_at", "ended_at"):
+    for key in (
+        "reason",
+        "exit_code",
+        "signal_name",
+        "signal_number",
+        "exception_type",
+        "exception_message",
+        "wall_seconds",
+        "started_at",
+        "ended_at",
+    ):
         if run.get(key) is not None:
             lines.append(f"  {key}: {run[key]}")
     lines.append(f"  last reached: {_where(run)}")

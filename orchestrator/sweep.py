@@ -31,17 +31,17 @@ class SweepResult:
 def finished_hashes(db: Database, sweep_id: int) -> set[str]:
     """Configurations of a sweep that already have a finished (not interrupted) run."""
     runs = db.runs
-    query = sa.select(runs.c.config_hash).where(
-        runs.c.sweep_id == sweep_id, runs.c.outcome != "interrupted"
-    )
+    query = sa.select(runs.c.config_hash).where(runs.c.sweep_id == sweep_id, runs.c.outcome != "interrupted")
     return {row["config_hash"] for row in db.rows(query)}
 
 
 def latest_sweep(db: Database, name: str) -> dict | None:
     sweeps = db.sweeps
     query = (
-        sa.select(sweeps).where(sweeps.c.name == name, sweeps.c.kind == "matrix")
-        .order_by(sweeps.c.id.desc()).limit(1)
+        sa.select(sweeps)
+        .where(sweeps.c.name == name, sweeps.c.kind == "matrix")
+        .order_by(sweeps.c.id.desc())
+        .limit(1)
     )
     return next(db.rows(query), None)
 

@@ -27,8 +27,12 @@ class Column:
         self.fmt = fmt or (lambda row: number(row.get(key)))
 
 
-def render(rows: Sequence[dict[str, Any]], columns: Sequence[Column], fmt: str,
-           document: dict[str, Any] | None = None) -> str:
+def render(
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[Column],
+    fmt: str,
+    document: dict[str, Any] | None = None,
+) -> str:
     if fmt == "json":
         return json.dumps(document if document is not None else list(rows), indent=2, default=str)
     if fmt == "csv":

@@ -61,8 +61,9 @@ BAD = {
 def test_bad_matrix_is_one_line_exit_1_and_the_database_is_untouched(recorded, write_matrix, text, message):
     before = snapshot(recorded)
     write_matrix(text)
-    proc = subprocess.run(bench_command("run", "--matrix", "m.yaml"), capture_output=True, text=True,
-                          cwd=recorded.parent)
+    proc = subprocess.run(
+        bench_command("run", "--matrix", "m.yaml"), capture_output=True, text=True, cwd=recorded.parent
+    )
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: " + message), proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
@@ -71,8 +72,9 @@ def test_bad_matrix_is_one_line_exit_1_and_the_database_is_untouched(recorded, w
 
 def test_bad_matrix_creates_no_database(write_matrix, workdir):
     write_matrix("settings:\n  epochs: 0\n")
-    proc = subprocess.run(bench_command("run", "--matrix", "m.yaml"), capture_output=True, text=True,
-                          cwd=workdir)
+    proc = subprocess.run(
+        bench_command("run", "--matrix", "m.yaml"), capture_output=True, text=True, cwd=workdir
+    )
     assert proc.returncode == 1 and "m.yaml:2: epochs:" in proc.stderr
     assert not (workdir / "bench.db").exists()
 

@@ -235,8 +235,15 @@ def test_inspect_shows_the_post_mortem(fault_sweep):
     row = by_fault(fault_sweep, "segfault")
     db = str(Path(row["run_dir"]).parent.parent.parent / "bench.db")
     out = CliRunner().invoke(cli, ["inspect", str(row["id"]), "--db", db]).output
-    for text in ("crash", "SIGSEGV", "epoch 1 after step 2", "Fatal Python error", row["run_dir"],
-                 f"bench rerun {row['id']}", "python_version"):
+    for text in (
+        "crash",
+        "SIGSEGV",
+        "epoch 1 after step 2",
+        "Fatal Python error",
+        row["run_dir"],
+        f"bench rerun {row['id']}",
+        "python_version",
+    ):
         assert text in out, text
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -65,8 +64,9 @@ def running_worker_pid(workdir: Path, recorded: int) -> int | None:
 
 
 def start(workdir: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(bench_command(*args), cwd=workdir, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        bench_command(*args), cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def test_resume_after_sigkill_runs_each_configuration_exactly_once(write_matrix, workdir):
@@ -82,8 +82,13 @@ def test_resume_after_sigkill_runs_each_configuration_exactly_once(write_matrix,
     before = rows(db, "SELECT id, config_hash, outcome FROM runs ORDER BY id")
     assert 2 <= len(before) < 6
 
-    done = subprocess.run(bench_command("run", "--matrix", "m.yaml", "--resume"), cwd=workdir,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        bench_command("run", "--matrix", "m.yaml", "--resume"),
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     after = rows(db, "SELECT id, config_hash, outcome, sweep_id FROM runs ORDER BY id")
     hashes = [r[1] for r in after]
@@ -106,14 +111,20 @@ def test_ctrl_c_records_interrupted_and_resume_finishes(write_matrix, workdir):
     assert len(interrupted) == 1
     assert rows(db, "SELECT status FROM sweeps") == [("interrupted",)]
 
-    done = subprocess.run(bench_command("run", "--matrix", "m.yaml", "--resume"), cwd=workdir,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        bench_command("run", "--matrix", "m.yaml", "--resume"),
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     finished = rows(db, "SELECT config_hash FROM runs WHERE outcome = 'ok'")
     assert len(finished) == 6 and len(set(finished)) == 6
     assert interrupted[0] in finished  # the interrupted one ran again
-    report = subprocess.run(bench_command("report", "--format", "json"), cwd=workdir,
-                            capture_output=True, text=True, check=True).stdout
+    report = subprocess.run(
+        bench_command("report", "--format", "json"), cwd=workdir, capture_output=True, text=True, check=True
+    ).stdout
     assert [r["outcome"] for r in json.loads(report)["runs"]] == ["ok"] * 6
 
 

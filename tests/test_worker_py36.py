@@ -18,8 +18,10 @@ WORKERS = Path(__file__).resolve().parent.parent / "workers"
 def python36() -> Path:
     python = pyenv_python36()
     if python is None or not python.exists():
-        pytest.fail("no Python 3.6 found (pyenv's 3.6.x, or BENCH_PYTHON36): the worker core must be "
-                    "tested on it; install it with `pyenv install 3.6.15`")
+        pytest.fail(
+            "no Python 3.6 found (pyenv's 3.6.x, or BENCH_PYTHON36): the worker core must be "
+            "tested on it; install it with `pyenv install 3.6.15`"
+        )
     version = subprocess.run([str(python), "--version"], capture_output=True, text=True).stdout
     assert version.startswith("Python 3.6"), version
     return python

@@ -1,0 +1,150 @@
+"""The architectures as data: reference parameter counts, shape inference, image-size limits.
+
+Pure Python, no framework: these counts are what every framework adapter is held to.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from workers import data, models
+
+# FACTS.md's measured reference counts (1000 classes at 224x224; small_cnn 10 classes at 32x32).
+REFERENCE = {
+    "small_cnn": (10, 32, 3_441_592),
+    "alexnet": (1000, 224, 61_100_840),
+    "mobilenet_v2": (1000, 224, 3_504_872),
+    "resnet50": (1000, 224, 25_557_032),
+    "vgg16": (1000, 224, 138_357_544),
+}
+MIN_SIZE = {"small_cnn": 4, "alexnet": 63, "mobilenet_v2": 1, "resnet50": 1, "vgg16": 32}
+VOCABULARY = {
+    "conv": {"out", "kernel", "stride", "padding", "groups", "bias"},
+    "bn": {"eps", "momentum"},
+    "relu": set(),
+    "relu6": set(),
+    "maxpool": {"kernel", "stride", "padding"},
+    "adaptive_avgpool": {"size"},
+    "global_avgpool": set(),
+    "flatten": set(),
+    "dense": {"out", "bias"},
+    "dropout": {"p"},
+    "residual": {"body", "shortcut", "post"},
+}
+
+
+def _nodes(layers):
+    for node in layers:
+        yield node
+        if node["op"] == "residual":
+            yield from _nodes(node["body"])
+            yield from _nodes(node["shortcut"])
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_reference_parameter_counts(name):
+    classes, size, expected = REFERENCE[name]
+    arch = models.build_arch(name, classes, size)
+    assert arch["input"] == [3, size, size] and arch["classes"] == classes
+    assert models.infer(arch) == {"output_shape": [classes], "parameters": expected}
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+@pytest.mark.parametrize("classes", [10, 1000])
+def test_every_model_infers_at_64(name, classes):
+    assert models.infer(models.build_arch(name, classes, 64))["output_shape"] == [classes]
+
+
+@pytest.mark.parametrize("name", ["alexnet", "mobilenet_v2", "resnet50", "vgg16"])
+def test_counts_do_not_depend_on_image_size(name):
+    counts = {models.infer(models.build_arch(name, 1000, s))["parameters"] for s in (64, 224, 300)}
+    assert counts == {REFERENCE[name][2]}
+
+
+def test_small_cnn_dense_input_follows_image_size():
+    # 100 channels at image_size / 4 on each side feed the first dense layer.
+    grow = models.infer(models.build_arch("small_cnn", 10, 64))["parameters"] - 3_441_592
+    assert grow == (100 * 16 * 16 - 100 * 8 * 8) * 512
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_only_the_vocabulary_is_used(name):
+    for node in _nodes(models.build_arch(name, 10, 64)["layers"]):
+        assert set(node) - {"op"} == VOCABULARY[node["op"]], node
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_min_image_size(name):
+    size = models.min_image_size(name)
+    assert size == MIN_SIZE[name]
+    models.infer(models.build_arch(name, 10, size))
+    if size > 1:
+        with pytest.raises(ValueError):
+            models.infer(models.build_arch(name, 10, size - 1))
+
+
+def test_check_image_size_message():
+    with pytest.raises(ValueError) as info:
+        models.check_image_size("alexnet", 32)
+    assert str(info.value) == "image_size 32 is too small for alexnet (needs at least 63)"
+    models.check_image_size("alexnet", 63)
+    models.check_image_size("vgg16", 224)
+
+
+def test_too_small_names_the_layer():
+    with pytest.raises(ValueError, match="maxpool .* spatial size of 2"):
+        models.infer(models.build_arch("alexnet", 10, 62))
+
+
+def test_unknown_model():
+    with pytest.raises(ValueError, match="unknown model 'lenet'; known: small_cnn"):
+        models.build_arch("lenet", 10, 32)
+
+
+def test_residual_shapes_must_agree():
+    arch = {
+        "name": "bad",
+        "input": [3, 8, 8],
+        "classes": 4,
+        "layers": [
+            models.residual([models.conv(8, 3, padding=1)], [], None),
+        ],
+    }
+    with pytest.raises(ValueError, match="residual body gives \\[8, 8, 8\\] but shortcut"):
+        models.infer(arch)
+
+
+def test_resnet50_is_v15_and_mobilenet_has_residuals():
+    layers = models.build_arch("resnet50", 1000, 224)["layers"]
+    down = [n for n in layers if n["op"] == "residual" and n["shortcut"]]
+    assert len(down) == 4
+    # v1.5: the stride-2 blocks put the stride on the 3x3 conv, not on the first 1x1.
+    strided = [c for n in down for c in n["body"] if c["op"] == "conv" and c["stride"] == 2]
+    assert [c["kernel"] for c in strided] == [3, 3, 3]
+    mobile = models.build_arch("mobilenet_v2", 1000, 224)["layers"]
+    assert sum(n["op"] == "residual" for n in mobile) == 10
+
+
+def test_init_is_data_and_scales():
+    conv = models.conv(64, 3)
+    assert models.fans(conv, 32) == (32 * 9, 64 * 9)
+    depthwise = models.conv(96, 3, groups=96)
+    assert models.fans(depthwise, 96) == (9, 96 * 9)  # fan_out is not divided by groups
+    assert models.init_scale("he_fan_out", 288, 576) == math.sqrt(2 / 576)
+    assert models.init_scale("glorot", 6400, 512) == math.sqrt(6 / 6912)
+    for op, rules in models.INIT.items():
+        assert set(rules) == {"weight", "bias"}, op
+        for rule in rules.values():
+            assert rule["distribution"] in ("normal", "uniform", "constant")
+            if rule["distribution"] != "constant":
+                models.init_scale(rule["scale"], 1, 1)
+    with pytest.raises(ValueError):
+        models.init_scale("lecun", 1, 1)
+
+
+def test_split_sizes_without_numpy():
+    assert data.split_sizes({"dataset_size": 256, "val_fraction": 0.2}) == (205, 51)
+    assert data.split_sizes({"dataset_size": 6003, "val_fraction": 0.2}) == (4802, 1201)
+    assert data.split_sizes({"dataset_size": 10, "val_fraction": 0.0}) == (10, 0)

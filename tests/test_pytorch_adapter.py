@@ -1,0 +1,254 @@
+"""The PyTorch adapter against the real framework, driven in the PyTorch environment's interpreter.
+
+torch never enters this pytest process: one driver script runs every check in a subprocess
+(paying torch's import once) and writes plain JSON; each test reads its own part of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from workers import models
+
+REPO = Path(__file__).resolve().parent.parent
+
+# sha256 (first 16 hex digits) of the arrays data.synthetic gives for DIGEST_CONFIG; the same
+# with numpy 1.19.5 (Python 3.6), 1.23.5 and 2.4.6, so every framework trains on the same data.
+DIGEST_CONFIG = {"dataset_size": 40, "val_fraction": 0.25, "image_size": 16, "classes": 10, "seed": 0}
+DIGEST = "9409296c7d431d99"
+
+DRIVER = textwrap.dedent(
+    """
+    import hashlib, json, sys, traceback
+    from workers import data, models, runner
+    from workers.adapters import base, pytorch
+
+    def config(**over):
+        c = dict(framework="pytorch", model="small_cnn", device="cpu", batch_size=32,
+                 optimizer="sgd", lr=0.01, momentum=0.9, epochs=4, warmup_steps=0, repeats=1,
+                 dataset="synthetic", dataset_size=400, image_size=32, classes=10,
+                 val_fraction=0.2, threads=0, seed=0)
+        c.update(over)
+        return c
+
+    def adapter(**over):
+        a = pytorch.Adapter(config(**over))
+        info = a.setup()
+        return a, info
+
+    def check_models():
+        import torch
+        a, _ = adapter()
+        out = {}
+        for name in models.MODELS:
+            arch = models.build_arch(name, 1000, 64)
+            count = a.build(arch)
+            a.model.eval()
+            with torch.no_grad():
+                shape = list(a.model(torch.zeros(2, 3, 64, 64)).shape)
+            out[name] = {"torch": count, "infer": models.infer(arch)["parameters"], "shape": shape}
+            a.model = a.optimizer = a._initial = None  # free VGG's 0.5 GB before the next one
+        out["small_cnn_32"] = a.build(models.build_arch("small_cnn", 10, 32))
+        return out
+
+    def digest(arrays):
+        h = hashlib.sha256()
+        for key in ("x_train", "y_train", "x_val", "y_val"):
+            h.update(arrays[key].tobytes())
+        return h.hexdigest()[:16]
+
+    def check_data(golden_config):
+        one, two = data.synthetic(config()), data.synthetic(config())
+        return {
+            "same": all((one[k] == two[k]).all() for k in one),
+            "other_seed_differs": digest(data.synthetic(config(seed=1))) != digest(one),
+            "shapes": {k: list(v.shape) for k, v in one.items()},
+            "dtypes": {k: str(v.dtype) for k, v in one.items()},
+            "train_per_class": [int((one["y_train"] == c).sum()) for c in range(10)],
+            "digest": digest(data.synthetic(golden_config)),
+        }
+
+    def state(a):
+        return {k: v.clone() for k, v in a.model.state_dict().items()}
+
+    def same(s1, s2):
+        return all(bool((s1[k] == s2[k]).all()) for k in s1)
+
+    def train_epoch(a, epoch, train_size):
+        steps = a.prepare_epoch(runner.epoch_order(0, epoch, train_size))
+        for i in range(steps):
+            a.train_step(i)
+        a.synchronize()
+        return a.epoch_loss()
+
+    def check_train():
+        a, info = adapter()
+        a.build(models.build_arch("small_cnn", 10, 32))
+        initial = state(a)
+        train_size, val_size = a.load_data()
+        a.reset()  # as the runner does before each repeat
+        epochs = []
+        for epoch in range(1, a.config["epochs"] + 1):
+            epochs.append([train_epoch(a, epoch, train_size)] + list(a.evaluate()))
+        trained_differs = not same(initial, state(a))
+        a.reset()
+        restored, fresh_optimizer = same(initial, state(a)), len(a.optimizer.state)
+        return {"info": info, "sizes": [train_size, val_size], "epochs": epochs,
+                "training_mode_after_eval": a.model.training,
+                "trained_differs": trained_differs, "reset_restores": restored,
+                "optimizer_state_after_reset": fresh_optimizer,
+                "repeat_first_loss": train_epoch(a, 1, train_size)}
+
+    def check_cuda():
+        import torch
+        try:
+            adapter(device="cuda")
+        except base.Unavailable as exc:
+            return {"available": torch.cuda.is_available(), "error": str(exc)}
+        return {"available": torch.cuda.is_available(), "error": None}
+
+    def check_oom():
+        import torch
+        a, _ = adapter()
+        cases = [MemoryError(), torch.cuda.OutOfMemoryError("CUDA out of memory."),
+                 RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate"),
+                 RuntimeError("shape mismatch"), ValueError("out of memory")]
+        return [a.is_oom(exc) for exc in cases]
+
+    def check_threads():  # last: it changes this process's thread pools
+        return adapter(threads=1)[1]["threads"]
+
+    results = {}
+    for name, args in json.loads(sys.argv[2]):
+        try:
+            results[name] = globals()["check_" + name](*args)
+        except Exception:
+            results[name] = {"driver_error": traceback.format_exc()}
+    with open(sys.argv[1], "w") as f:
+        json.dump(results, f)
+    """
+)
+
+CHECKS = [["models", []], ["data", [DIGEST_CONFIG]], ["train", []], ["cuda", []], ["oom", []]]
+CHECKS.append(["threads", []])
+
+
+@pytest.fixture(scope="module")
+def driven(pytorch_python, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pytorch")
+    script, out = folder / "driver.py", folder / "results.json"
+    script.write_text(DRIVER)
+    proc = subprocess.run(
+        [str(pytorch_python), str(script), str(out), json.dumps(CHECKS)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads(out.read_text())
+
+    def result(name):
+        value = results[name]
+        if isinstance(value, dict) and "driver_error" in value:
+            pytest.fail(value["driver_error"])
+        return value
+
+    return result
+
+
+def test_module_imports_without_torch():
+    code = (
+        "import sys, workers.adapters.pytorch as p; assert 'torch' not in sys.modules; print(p.Adapter.name)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "pytorch", proc.stderr
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("name", models.MODELS)
+def test_torch_parameter_count_equals_infer(driven, name):
+    got = driven("models")[name]
+    assert got["torch"] == got["infer"]
+    assert got["shape"] == [2, 1000]
+
+
+@pytest.mark.framework
+def test_small_cnn_reference_count(driven):
+    assert driven("models")["small_cnn_32"] == 3_441_592
+
+
+@pytest.mark.framework
+def test_synthetic_data_is_deterministic_and_balanced(driven):
+    got = driven("data")
+    assert got["same"] and got["other_seed_differs"]
+    assert got["shapes"] == {
+        "x_train": [320, 3, 32, 32],
+        "y_train": [320],
+        "x_val": [80, 3, 32, 32],
+        "y_val": [80],
+    }
+    assert got["dtypes"] == {
+        "x_train": "float32",
+        "y_train": "int64",
+        "x_val": "float32",
+        "y_val": "int64",
+    }
+    assert got["train_per_class"] == [32] * 10
+    assert got["digest"] == DIGEST, "the synthetic data changed: every framework must see the same"
+
+
+@pytest.mark.framework
+def test_small_cnn_learns_the_synthetic_data(driven):
+    got = driven("train")
+    assert got["sizes"] == [320, 80]
+    losses = [e[0] for e in got["epochs"]]
+    accuracies = [e[2] for e in got["epochs"]]
+    assert losses[-1] < losses[0] * 0.6, got["epochs"]
+    assert accuracies[-1] >= 0.6, got["epochs"]  # chance is 0.1
+    assert got["training_mode_after_eval"]
+
+
+@pytest.mark.framework
+def test_reset_restores_the_initial_weights(driven):
+    got = driven("train")
+    assert got["trained_differs"] and got["reset_restores"]
+    assert got["optimizer_state_after_reset"] == 0
+    # weights, optimizer state and random stream all restored: the repeat retraces epoch 1
+    assert got["repeat_first_loss"] == pytest.approx(got["epochs"][0][0], rel=1e-4)
+
+
+@pytest.mark.framework
+def test_setup_reports_versions(driven):
+    info = driven("train")["info"]
+    assert info["framework_version"].startswith("2.")
+    assert info["python_version"] and info["device_name"]
+    assert info["threads"]["requested"] == 0 and info["threads"]["intra_op"] >= 1
+
+
+@pytest.mark.framework
+def test_cuda_unavailable_says_why(driven):
+    got = driven("cuda")
+    if got["available"]:
+        pytest.skip("this machine has a CUDA device")
+    assert got["error"] and ("CPU-only build" in got["error"] or "no CUDA device" in got["error"])
+
+
+@pytest.mark.framework
+def test_is_oom(driven):
+    assert driven("oom") == [True, True, True, False, False]
+
+
+@pytest.mark.framework
+def test_threads_are_applied_and_reported(driven):
+    threads = driven("threads")
+    assert threads["requested"] == 1 and threads["intra_op"] == 1
+    assert "interop_applied" in threads

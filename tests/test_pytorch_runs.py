@@ -1,0 +1,134 @@
+"""Real PyTorch runs through the whole harness: every model, at a small image size, in its own
+process and environment; faults in between; CUDA honestly unavailable on a machine without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from workers import models
+
+pytestmark = [pytest.mark.slow, pytest.mark.framework]
+
+MATRIX = """
+name: pytorch-models
+settings:
+  dataset_size: 20
+  val_fraction: 0.2
+  batch_size: 4
+  epochs: 1
+  warmup_steps: 1
+  image_size: 64
+  classes: 3
+  timeout: 300
+axes:
+  framework: [pytorch]
+  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16]
+include:
+  - {framework: fault, fault: segfault, after_steps: 2}
+  - {framework: pytorch, model: small_cnn, image_size: 32, threads: 1, optimizer: adam, lr: 0.001}
+  - {framework: pytorch, model: small_cnn, device: cuda}
+  - {framework: pytorch, model: small_cnn, image_size: 32, optimizer: rmsprop, lr: 0.001, repeats: 2,
+     epochs: 2}
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, pytorch_python):
+    from orchestrator.cli import cli
+
+    path = tmp_path_factory.mktemp("pytorch")
+    (path / "m.yaml").write_text(MATRIX)
+    cwd = os.getcwd()
+    os.chdir(path)
+    try:
+        result = CliRunner().invoke(cli, ["run", "--matrix", "m.yaml"], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 0, result.output
+    conn = sqlite3.connect(path / "bench.db")
+    conn.row_factory = sqlite3.Row
+    rows = [
+        dict(r)
+        for r in conn.execute(
+            "SELECT r.*, e.framework_version, e.python_version, e.threads_applied, e.thread_env "
+            "FROM runs r JOIN environments e ON e.run_id = r.id ORDER BY r.id"
+        )
+    ]
+    epochs = [dict(r) for r in conn.execute("SELECT * FROM epochs ORDER BY run_id, repeat, epoch")]
+    conn.close()
+    return rows, epochs
+
+
+def test_the_orchestrator_never_imported_torch(sweep):
+    assert "torch" not in sys.modules
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_every_model_runs_with_the_reference_architecture(sweep, name):
+    rows, epochs = sweep
+    row = next(
+        r
+        for r in rows
+        if r["model"] == name
+        and r["framework"] == "pytorch"
+        and r["image_size"] == 64
+        and r["device"] == "cpu"
+    )
+    assert row["outcome"] == "ok", row["reason"] or row["stderr_tail"]
+    assert row["parameter_count"] == models.infer(models.build_arch(name, 3, 64))["parameters"]
+    assert row["steps_per_epoch"] == 16 // 4
+    assert row["median_epoch_seconds"] > 0 and row["images_per_second"] > 0
+    assert 0.0 <= row["final_val_accuracy"] <= 1.0
+    assert row["framework_version"].startswith("2.13.0")
+    assert [e["epoch"] for e in epochs if e["run_id"] == row["id"]] == [1]
+
+
+def test_faults_between_real_runs(sweep):
+    rows, _ = sweep
+    outcomes = [r["outcome"] for r in rows]
+    assert outcomes[5] == "crash" and outcomes[6] == "ok"
+
+
+def test_threads_are_applied_and_recorded(sweep):
+    rows, _ = sweep
+    row = next(r for r in rows if r["threads"] == 1)
+    assert row["outcome"] == "ok" and row["optimizer"] == "adam"
+    assert json.loads(row["thread_env"])["OMP_NUM_THREADS"] == "1"
+    assert json.loads(row["threads_applied"])["intra_op"] == 1
+
+
+def test_cuda_without_a_gpu_is_unavailable_with_the_reason(sweep):
+    rows, _ = sweep
+    row = next(r for r in rows if r["device"] == "cuda")
+    assert row["outcome"] == "unavailable"
+    assert "CPU-only build" in row["reason"] or "no CUDA device" in row["reason"]
+
+
+def test_repeats_start_from_the_same_state(sweep):
+    rows, epochs = sweep
+    row = next(r for r in rows if r["repeats"] == 2)
+    assert row["outcome"] == "ok"
+    mine = [e for e in epochs if e["run_id"] == row["id"]]
+    assert [(e["repeat"], e["epoch"]) for e in mine] == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    # Reset restores weights, optimizer and data order: the repeats train identically.
+    assert mine[0]["train_loss"] == pytest.approx(mine[2]["train_loss"], rel=1e-4)
+    assert row["min_epoch_seconds"] <= row["median_epoch_seconds"] <= row["max_epoch_seconds"]
+
+
+def test_small_cnn_learns_the_synthetic_data(write_matrix, cli, workdir, pytorch_python):
+    write_matrix("""
+        settings: {dataset_size: 400, image_size: 32, classes: 4, batch_size: 16, epochs: 4,
+                   warmup_steps: 0, lr: 0.01}
+        axes: {framework: [pytorch], model: [small_cnn]}
+    """)
+    assert cli("run", "--matrix", "m.yaml").exit_code == 0
+    conn = sqlite3.connect(workdir / "bench.db")
+    outcome, accuracy = conn.execute("SELECT outcome, final_val_accuracy FROM runs").fetchone()
+    assert outcome == "ok"
+    assert accuracy > 0.6  # chance is 0.25

@@ -1,0 +1,317 @@
+"""PyTorch adapter: translates workers.models architectures into torch.nn modules and trains them.
+
+torch is imported in setup() only, so this module imports anywhere (the orchestrator lists
+adapters without their frameworks). The step is kept as lean as a hand-written loop: batches
+are arranged before the clock starts and the loss is summed on the device, never read per step.
+"""
+
+import platform
+
+from workers import data, models
+from workers.adapters import base
+
+_OOM_TEXT = ("out of memory", "can't allocate memory")
+_RESIDUAL = []  # the Residual nn.Module class, made once torch is imported
+
+
+class Adapter(base.Adapter):
+    name = "pytorch"
+
+    def __init__(self, config):
+        super(Adapter, self).__init__(config)
+        self.torch = None
+        self.device = None
+        self.cuda = False
+        self.model = None
+        self.optimizer = None
+        self._initial = None  # CPU copy of the initial state_dict, for reset()
+        self._loss_sum = None
+        self._steps = 0
+        self._x = self._y = self._x_val = self._y_val = None  # host tensors from load_data()
+        self._x_epoch = self._y_epoch = None  # this epoch's batches, in order (pinned on cuda)
+        self._batches = []
+
+    # -- setup -----------------------------------------------------------------------------
+
+    def setup(self):
+        try:
+            import torch
+        except ImportError as exc:
+            raise base.Unavailable("cannot import torch ({}); install it in this environment "
+                                   "(bench env setup pytorch)".format(exc)) from exc
+        self.torch = torch
+        threads = _apply_threads(torch, int(self.config.get("threads") or 0))
+        torch.manual_seed(self.config["seed"])
+        info = {
+            "framework_version": torch.__version__,
+            "python_version": platform.python_version(),
+            "threads": threads,
+            "cuda_version": torch.version.cuda,
+        }
+        if self.config["device"] == "cuda":
+            _check_cuda(torch)
+            self.cuda = True
+            self.device = torch.device("cuda")
+            # Let cuDNN pick the fastest algorithms for these shapes; warm-up absorbs the search.
+            torch.backends.cudnn.benchmark = True
+            info.update(device_name=torch.cuda.get_device_name(0),
+                        cudnn_version=torch.backends.cudnn.version(), cudnn_benchmark=True)
+        elif self.config["device"] == "cpu":
+            self.device = torch.device("cpu")
+            info["device_name"] = _cpu_name()
+        else:
+            raise base.Unsupported("device {!r} is not supported by the PyTorch adapter "
+                                   "(cpu or cuda)".format(self.config["device"]))
+        return info
+
+    # -- model -----------------------------------------------------------------------------
+
+    def build(self, arch):
+        torch = self.torch
+        # Seed here too, so the initial weights do not depend on what ran before build().
+        torch.manual_seed(self.config["seed"])
+        with torch.no_grad():
+            model, shape = _sequential(torch.nn, arch["layers"], tuple(arch["input"]))
+        if list(shape) != [arch["classes"]]:
+            raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
+        self.model = model.to(self.device).train()
+        self._initial = {k: v.detach().to("cpu", copy=True)
+                         for k, v in self.model.state_dict().items()}
+        self.optimizer = self._make_optimizer()
+        self._loss_sum = torch.zeros((), device=self.device)
+        self._steps = 0
+        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+
+    def _make_optimizer(self):
+        optim, cfg = self.torch.optim, self.config
+        params = self.model.parameters()
+        if cfg["optimizer"] == "sgd":
+            return optim.SGD(params, lr=cfg["lr"], momentum=cfg.get("momentum") or 0.0)
+        if cfg["optimizer"] == "adam":
+            return optim.Adam(params, lr=cfg["lr"])
+        if cfg["optimizer"] == "rmsprop":
+            return optim.RMSprop(params, lr=cfg["lr"])
+        raise base.Unsupported("optimizer {!r} is not supported by the PyTorch adapter".format(
+            cfg["optimizer"]))
+
+    def reset(self):
+        # Reseed too: every repeat then draws the same dropout masks, so repeats are comparable.
+        self.torch.manual_seed(self.config["seed"])
+        self.model.load_state_dict(self._initial)
+        self.model.train()
+        self.optimizer = self._make_optimizer()
+        self._loss_sum.zero_()
+        self._steps = 0
+
+    # -- data ------------------------------------------------------------------------------
+
+    def load_data(self):
+        arrays = data.synthetic(self.config)
+        from_numpy = self.torch.from_numpy
+        self._x, self._y = from_numpy(arrays["x_train"]), from_numpy(arrays["y_train"])
+        self._x_val, self._y_val = from_numpy(arrays["x_val"]), from_numpy(arrays["y_val"])
+        return len(self._y), len(self._y_val)
+
+    def prepare_epoch(self, order):
+        torch, size = self.torch, self.config["batch_size"]
+        steps = len(order) // size
+        if steps == 0:
+            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
+                size, len(order)))
+        # Copies of the previous epoch may still read the pinned buffer we are about to refill.
+        self.synchronize()
+        shape = (steps * size,) + tuple(self._x.shape[1:])
+        if self._x_epoch is None or tuple(self._x_epoch.shape) != shape:
+            # Pinned (page-locked) host memory lets the host->device copy run asynchronously.
+            self._x_epoch = torch.empty(shape, dtype=self._x.dtype, pin_memory=self.cuda)
+            self._y_epoch = torch.empty(shape[:1], dtype=self._y.dtype, pin_memory=self.cuda)
+        index = torch.as_tensor(order[:steps * size], dtype=torch.long)
+        torch.index_select(self._x, 0, index, out=self._x_epoch)
+        torch.index_select(self._y, 0, index, out=self._y_epoch)
+        self._batches = list(zip(self._x_epoch.split(size), self._y_epoch.split(size)))
+        return steps
+
+    # -- training --------------------------------------------------------------------------
+
+    def train_step(self, index):
+        x, y = self._batches[index]
+        if self.cuda:
+            x = x.to(self.device, non_blocking=True)
+            y = y.to(self.device, non_blocking=True)
+        optimizer = self.optimizer
+        optimizer.zero_grad(set_to_none=True)
+        loss = self.torch.nn.functional.cross_entropy(self.model(x), y)
+        loss.backward()
+        optimizer.step()
+        self._loss_sum += loss.detach()  # stays on the device: no sync per step
+        self._steps += 1
+
+    def synchronize(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def epoch_loss(self):
+        if not self._steps:
+            return float("nan")
+        value = self._loss_sum.item() / self._steps
+        self._loss_sum.zero_()
+        self._steps = 0
+        return value
+
+    def evaluate(self):
+        torch, size, n = self.torch, self.config["batch_size"], len(self._y_val)
+        if n == 0:
+            return float("nan"), float("nan")
+        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        correct = torch.zeros((), dtype=torch.int64, device=self.device)
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                for start in range(0, n, size):
+                    x = self._x_val[start:start + size].to(self.device)
+                    y = self._y_val[start:start + size].to(self.device)
+                    logits = self.model(x)
+                    total += torch.nn.functional.cross_entropy(logits, y, reduction="sum")
+                    correct += (logits.argmax(1) == y).sum()
+        finally:
+            self.model.train()
+        return total.item() / n, correct.item() / n
+
+    def is_oom(self, exc):
+        if isinstance(exc, MemoryError):
+            return True
+        oom = getattr(getattr(self.torch, "cuda", None), "OutOfMemoryError", None)
+        if oom is not None and isinstance(exc, oom):
+            return True
+        text = str(exc).lower()
+        return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
+
+
+# -- setup helpers -------------------------------------------------------------------------
+
+
+def _apply_threads(torch, n):
+    """Apply threads > 0 to both of torch's pools; report what torch actually uses."""
+    applied = {"requested": n}
+    if n > 0:
+        torch.set_num_threads(n)
+        try:
+            torch.set_num_interop_threads(n)
+            applied["interop_applied"] = True
+        except RuntimeError as exc:  # only allowed before any inter-op work has started
+            applied["interop_applied"] = False
+            applied["interop_error"] = str(exc)
+    applied["intra_op"] = torch.get_num_threads()
+    applied["inter_op"] = torch.get_num_interop_threads()
+    return applied
+
+
+def _check_cuda(torch):
+    if torch.cuda.is_available():
+        return
+    if torch.version.cuda is None:
+        raise base.Unavailable(
+            "torch {} is a CPU-only build; install a CUDA build of torch in this environment "
+            "(a wheel from the pytorch.org CUDA index) to run on cuda".format(torch.__version__))
+    raise base.Unavailable(
+        "torch {} is built with CUDA {} but no CUDA device is visible; check the NVIDIA driver "
+        "(nvidia-smi) and CUDA_VISIBLE_DEVICES".format(torch.__version__, torch.version.cuda))
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# -- translation of workers.models data into torch.nn --------------------------------------
+
+
+def _sequential(nn, layers, shape):
+    """nn.Sequential for a layer list, and its output shape.
+
+    Activations run in place (as torchvision's do) except as the first layer of a list: its
+    input is also read by someone else (the batch buffer, or a residual's shortcut).
+    """
+    modules = []
+    for i, node in enumerate(layers):
+        modules.append(_module(nn, node, shape, inplace=i > 0))
+        shape = models.out_shape(node, shape)
+    return nn.Sequential(*modules), shape
+
+
+def _module(nn, node, shape, inplace):
+    op = node["op"]
+    if op == "conv":
+        layer = nn.Conv2d(shape[0], node["out"], node["kernel"], node["stride"],
+                          node["padding"], groups=node["groups"], bias=node["bias"])
+        _initialise(layer, op, models.fans(node, shape[0]))
+        return layer
+    if op == "dense":
+        layer = nn.Linear(shape[0], node["out"], bias=node["bias"])
+        _initialise(layer, op, models.fans(node, shape[0]))
+        return layer
+    if op == "bn":
+        norm = nn.BatchNorm2d if len(shape) == 3 else nn.BatchNorm1d
+        layer = norm(shape[0], eps=node["eps"], momentum=node["momentum"])
+        _initialise(layer, op, None)
+        return layer
+    if op in ("relu", "relu6"):
+        return (nn.ReLU if op == "relu" else nn.ReLU6)(inplace=inplace)
+    if op == "maxpool":
+        return nn.MaxPool2d(node["kernel"], node["stride"], node["padding"])
+    if op == "adaptive_avgpool":
+        return nn.AdaptiveAvgPool2d(node["size"])
+    if op == "global_avgpool":
+        return nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    if op == "flatten":
+        return nn.Flatten()
+    if op == "dropout":
+        return nn.Dropout(node["p"])
+    if op == "residual":
+        body = _sequential(nn, node["body"], shape)[0]
+        shortcut = _sequential(nn, node["shortcut"], shape)[0]
+        post = nn.ReLU(inplace=True) if node["post"] == "relu" else None
+        return _residual_class(nn)(body, shortcut, post)
+    raise base.Unsupported("layer op {!r} is not supported by the PyTorch adapter".format(op))
+
+
+def _initialise(layer, op, fans):
+    """Apply models.INIT to a freshly made layer (inside torch.no_grad)."""
+    for name, rule in models.INIT[op].items():
+        tensor = getattr(layer, name)
+        if tensor is None:
+            continue
+        if rule["distribution"] == "constant":
+            tensor.fill_(rule["value"])
+        elif rule["distribution"] == "normal":
+            tensor.normal_(rule["mean"], models.init_scale(rule["scale"], *fans))
+        elif rule["distribution"] == "uniform":
+            bound = models.init_scale(rule["scale"], *fans)
+            tensor.uniform_(-bound, bound)
+        else:
+            raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
+
+
+def _residual_class(nn):
+    if not _RESIDUAL:
+
+        class Residual(nn.Module):
+            """body(x) + shortcut(x), then post; an empty shortcut Sequential is the identity."""
+
+            def __init__(self, body, shortcut, post):
+                super().__init__()
+                self.body, self.shortcut, self.post = body, shortcut, post
+
+            def forward(self, x):
+                out = self.body(x)
+                out += self.shortcut(x)
+                return out if self.post is None else self.post(out)
+
+        _RESIDUAL.append(Residual)
+    return _RESIDUAL[0]
