@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import statistics
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,10 +55,27 @@ def run_dir_for(root: Path, index: int, config: RunConfig) -> Path:
     return path
 
 
+def workers_path() -> Path:
+    """A directory whose only importable content that matters is the `workers` package.
+
+    In a checkout that is the repository; in an installed bench it would be site-packages,
+    whose numpy and friends must not leak into a framework's environment, so a directory
+    holding just a link to the package is used instead.
+    """
+    if (WORKERS_PARENT / "pyproject.toml").exists():
+        return WORKERS_PARENT
+    link_dir = Path(tempfile.gettempdir()) / f"bench-workers-{os.getuid()}"
+    link = link_dir / "workers"
+    if not link.exists():
+        link_dir.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(WORKERS_PARENT / "workers", target_is_directory=True)
+    return link_dir
+
+
 def worker_env(config: RunConfig) -> tuple[dict[str, str], dict[str, str]]:
     """The worker's environment, and the thread variables it was given."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARIABLES}
-    env["PYTHONPATH"] = str(WORKERS_PARENT)
+    env["PYTHONPATH"] = str(workers_path())
     env["PYTHONUNBUFFERED"] = "1"
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # so device indices agree with NVML's
     if config.threads > 0:
