@@ -274,8 +274,15 @@ def env() -> None:
 
 @env.command("setup")
 @click.argument("frameworks", nargs=-1)
+@click.option(
+    "--python",
+    "python",
+    default=None,
+    help="A Python 3.6 to build Singa's environment from (env BENCH_PYTHON36; "
+    "default: pyenv's 3.6.x, then python3.6 on PATH).",
+)
 @env_dir_option
-def env_setup(frameworks: tuple[str, ...], env_dir: str | None) -> None:
+def env_setup(frameworks: tuple[str, ...], python: str | None, env_dir: str | None) -> None:
     """Create or update framework environments (all that have pinned requirements by default).
 
     \b
@@ -289,7 +296,7 @@ def env_setup(frameworks: tuple[str, ...], env_dir: str | None) -> None:
         if name == "fault":
             click.echo("fault: runs on the orchestrator's own interpreter; nothing to set up")
             continue
-        envs.setup(name, env_dir, echo=click.echo)
+        envs.setup(name, env_dir, echo=click.echo, python=python)
 
 
 @env.command("list")

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,7 +25,15 @@ log = logging.getLogger(__name__)
 REQUIREMENTS_DIR = Path(__file__).resolve().parent.parent / "envs"
 MARKER = "bench-env.json"
 # The distribution whose version identifies each framework (read without importing it).
-DISTRIBUTIONS = {"pytorch": "torch"}
+DISTRIBUTIONS = {
+    "pytorch": "torch",
+    "tensorflow": "tensorflow-cpu",
+    "mxnet": "mxnet",
+    "paddle": "paddlepaddle",
+    "singa": "singa",
+}
+# Frameworks whose only wheels need another Python than the orchestrator's.
+PYTHON_SERIES = {"singa": "3.6"}
 
 
 def env_dir(override: str | Path | None = None) -> Path:
@@ -74,12 +83,21 @@ def python_for(framework: str, root: str | Path | None = None) -> tuple[Path | N
 def _probe(python: Path, framework: str) -> tuple[str | None, str | None, str | None]:
     """Python and framework versions of an interpreter, read from package metadata (no import)."""
     dist = DISTRIBUTIONS.get(framework)
+    # importlib.metadata is 3.8+; Python 3.6 (Singa) has pkg_resources instead.
     code = (
         "import json, platform\n"
-        "from importlib import metadata\n"
         "v = None\n"
-        f"try: v = metadata.version({dist!r})\n"
-        "except Exception: pass\n"
+        "try:\n"
+        "    from importlib import metadata\n"
+        f"    v = metadata.version({dist!r})\n"
+        "except ImportError:\n"
+        "    try:\n"
+        "        import pkg_resources\n"
+        f"        v = pkg_resources.get_distribution({dist!r}).version\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "except Exception:\n"
+        "    pass\n"
         "print(json.dumps([platform.python_version(), v]))\n"
     )
     try:
@@ -97,7 +115,8 @@ def _probe(python: Path, framework: str) -> tuple[str | None, str | None, str | 
 def status(framework: str, root: str | Path | None = None) -> EnvStatus:
     python, where = python_for(framework, root)
     if python is None:
-        return EnvStatus(framework, "unavailable", None, where, None)
+        base, why = base_python(framework)
+        return EnvStatus(framework, "unavailable", None, where if base else f"{where}; {why}", None)
     py, version, problem = _probe(python, framework)
     if framework == "fault":
         version = "fault"
@@ -105,15 +124,76 @@ def status(framework: str, root: str | Path | None = None) -> EnvStatus:
     return EnvStatus(framework, state, str(python), problem, where, py, version)
 
 
+def _version_of(python: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            [str(python), "-c", "import platform; print(platform.python_version())"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _pyenv_versions() -> list[Path]:
+    pyenv = shutil.which("pyenv")
+    root = os.environ.get("PYENV_ROOT")
+    if not root and pyenv:
+        try:
+            root = subprocess.run([pyenv, "root"], capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            root = None
+    if not root:
+        root = str(Path.home() / ".pyenv")
+    return sorted(Path(root, "versions").glob("*/bin/python3"), reverse=True)
+
+
+def base_python(framework: str, override: str | None = None) -> tuple[Path | None, str]:
+    """The interpreter a framework's environment is created from, or None and how to get one.
+
+    Frameworks that need another Python series (Singa: 3.6) look, in order, at --python /
+    BENCH_PYTHON<series> (e.g. BENCH_PYTHON36), pyenv's installs of that series, then
+    python<series> on PATH.
+    """
+    series = PYTHON_SERIES.get(framework)
+    if series is None:
+        return Path(sys.executable), "the orchestrator's interpreter"
+    variable = "BENCH_PYTHON" + series.replace(".", "")
+    candidates: list[tuple[Path, str]] = []
+    named = override or os.environ.get(variable)
+    if named:
+        candidates.append((Path(named), f"--python / {variable}"))
+    candidates += [(p, "pyenv") for p in _pyenv_versions() if p.parent.parent.name.startswith(series + ".")]
+    on_path = shutil.which(f"python{series}")
+    if on_path:
+        candidates.append((Path(on_path), "PATH"))
+    for path, source in candidates:
+        version = _version_of(path)
+        if version and version.startswith(series + "."):
+            return path, f"Python {version} from {source} ({path})"
+        if source.startswith("--python"):
+            return None, f"{variable}/--python {path} is not a Python {series} interpreter"
+    return None, (
+        f"{framework} needs Python {series}, and none was found (looked at {variable}, pyenv's "
+        f"{series}.x installs, python{series} on PATH): install one, e.g. `pyenv install {series}.15`, "
+        f"or name it with {variable}=/path/to/python{series}"
+    )
+
+
 def _requirements_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def setup(framework: str, root: str | Path | None = None, echo=log.info) -> Path:
+def setup(framework: str, root: str | Path | None = None, echo=log.info, python: str | None = None) -> Path:
     """Create or update the framework's environment; a no-op when it is already up to date."""
     reqs = requirements_file(framework)
     if not reqs.exists():
         raise EnvironmentSetupError(f"{framework}: no pinned requirements at {reqs}")
+    base, where = base_python(framework, python)
+    if base is None:
+        raise EnvironmentSetupError(where)
     target = env_dir(root) / framework
     marker = target / MARKER
     wanted = _requirements_hash(reqs)
@@ -121,10 +201,13 @@ def setup(framework: str, root: str | Path | None = None, echo=log.info) -> Path
         echo(f"{framework}: up to date at {target}")
         return target / "bin" / "python"
     echo(f"{framework}: creating {target} from {reqs.name}")
-    _check_call([sys.executable, "-m", "venv", "--clear", str(target)], framework)
-    pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    _check_call([*pip, "--disable-pip-version-check", "-r", str(reqs)], framework)
-    marker.write_text(json.dumps({"requirements_hash": wanted, "requirements": reqs.name}))
+    _check_call([str(base), "-m", "venv", "--clear", str(target)], framework)
+    pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    # The venv's own pip may predate the wheels' tags (Python 3.6 ships pip 18): upgrade it first;
+    # pip honours Requires-Python, so each series gets the newest pip it supports.
+    _check_call([*pip, "--upgrade", "pip"], framework)
+    _check_call([*pip, "-r", str(reqs)], framework)
+    marker.write_text(json.dumps({"requirements_hash": wanted, "requirements": reqs.name, "base": str(base)}))
     echo(f"{framework}: ready")
     return target / "bin" / "python"
 

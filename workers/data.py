@@ -100,3 +100,14 @@ def _samples(np, rng, grid, axis, n):
         small += offset[start:end, :, None, None]
         _add_patterns(np, out, small, axis, scratch[:end - start])
     return x, labels
+
+
+def load(config):
+    """The dataset a configuration asks for, as the arrays `synthetic` returns.
+
+    Every adapter calls this (never `synthetic` directly), so every framework gets the same
+    pixels in the same split for a given configuration.
+    """
+    if config.get("dataset", "synthetic") == "synthetic":
+        return synthetic(config)
+    raise ValueError("dataset {!r} is not supported yet".format(config.get("dataset")))

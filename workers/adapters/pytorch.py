@@ -106,7 +106,7 @@ class Adapter(base.Adapter):
     # -- data ------------------------------------------------------------------------------
 
     def load_data(self):
-        arrays = data.synthetic(self.config)
+        arrays = data.load(self.config)
         from_numpy = self.torch.from_numpy
         self._x, self._y = from_numpy(arrays["x_train"]), from_numpy(arrays["y_train"])
         self._x_val, self._y_val = from_numpy(arrays["x_val"]), from_numpy(arrays["y_val"])
