@@ -1,6 +1,6 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version.
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 
 -- One invocation of `bench run` (or `bench rerun`); --resume continues an existing sweep.
 CREATE TABLE sweeps (
@@ -39,6 +39,7 @@ CREATE TABLE runs (
     timeout                 REAL NOT NULL,
     dataset                 TEXT NOT NULL,
     dataset_size            INTEGER NOT NULL,
+    data_dir                TEXT,
     image_size              INTEGER NOT NULL,
     classes                 INTEGER NOT NULL,
     val_fraction            REAL NOT NULL,

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from orchestrator import envs, matrix, record
+from orchestrator import datasets, envs, matrix, record
 from orchestrator import report as reports
 from orchestrator.config import FRAMEWORKS, RunConfig
 from orchestrator.db import DEFAULT_URL, Database, normalise_url
@@ -158,6 +158,7 @@ def run(
         if not configs:
             raise ConfigError(f"--only {only}: matches none of the {len(m.configs)} configurations")
     wanted_fail = _parse_outcomes(fail_on)
+    data_files = {} if dry_run else datasets.prepare_all(configs)
     if dry_run and not resume:
         _dry_run(configs, set())
         return
@@ -190,6 +191,7 @@ def run(
         env_dir,
         progress,
         first_index=len(configs) - len(todo) + 1,
+        data_files=data_files,
     )
     result.skipped = len(configs) - len(todo)
     _finish(
@@ -252,7 +254,10 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
     config = RunConfig(**json.loads(old["config_json"]))
     sweep_id = record.start_sweep(db, f"rerun of run {run_id}", "rerun", 1, None, None)
     progress = Progress(1, follow=True)
-    result = run_configs(db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress)
+    data_files = datasets.prepare_all([config])
+    result = run_configs(
+        db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress, data_files=data_files
+    )
     new_id = next(iter(result.outcomes), None)
     if new_id is not None:
         click.echo(

@@ -18,7 +18,7 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "fault")
 MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16")
 DEVICES = ("cpu", "cuda")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
-DATASETS = ("synthetic",)
+DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100")
 FAULTS = (
     "ok",
     "raise",
@@ -52,6 +52,7 @@ class RunConfig:
     timeout: float = 300.0
     dataset: str = "synthetic"
     dataset_size: int = 256
+    data_dir: str | None = None
     image_size: int = 64
     classes: int = 10
     val_fraction: float = 0.2
@@ -133,6 +134,12 @@ def _choice(options: tuple[str, ...], what: str) -> Callable[[Any], str]:
     return check
 
 
+def _path(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a folder path, got {value!r}")
+    return value
+
+
 def _bool(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"expected true or false, got {value!r}")
@@ -153,6 +160,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "timeout": _number(positive=True),
     "dataset": _choice(DATASETS, "dataset"),
     "dataset_size": _int(2),
+    "data_dir": _path,
     "image_size": _int(8),
     "classes": _int(2),
     "val_fraction": _number(positive=True, maximum=1.0),

@@ -85,13 +85,14 @@ def worker_env(config: RunConfig) -> tuple[dict[str, str], dict[str, str]]:
     return env, threads
 
 
-def write_spec(run_dir: Path, config: RunConfig) -> Path:
+def write_spec(run_dir: Path, config: RunConfig, data_file: Path | None = None) -> Path:
     spec = {
         "spec_version": 1,
         "config_hash": config.config_hash,
         "events_path": "events.jsonl",
         "result_path": "result.json",
         "config": config.to_dict(),
+        "data_file": str(data_file) if data_file else None,
     }
     path = run_dir / "spec.json"
     path.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
@@ -105,11 +106,15 @@ def _shell_command(run_dir: Path, env: dict[str, str], threads: dict[str, str], 
 
 
 def execute(
-    config: RunConfig, run_dir: Path, env_root: str | None, tick: Callable[[], None] | None = None
+    config: RunConfig,
+    run_dir: Path,
+    env_root: str | None,
+    tick: Callable[[], None] | None = None,
+    data_file: Path | None = None,
 ) -> RunRecord:
     """Run one configuration to its end; always returns a record, whatever happened."""
     run_dir.mkdir(parents=True)
-    write_spec(run_dir, config)
+    write_spec(run_dir, config, data_file)
     python, where = envs.python_for(config.framework, env_root)
     env, threads = worker_env(config)
     cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]

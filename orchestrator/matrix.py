@@ -99,6 +99,8 @@ def load_matrix(path: str | os.PathLike[str]) -> Matrix:
     if not configs:
         message = "no configurations: every combination is excluded and nothing is included"
         raise reader.error(_key_line(root, "exclude"), "exclude", message)
+    base = Path(path).resolve().parent
+    configs = [(_absolute_data_dir(config, base), layer) for config, layer in configs]
     for config, layer in configs:
         _check(reader, config, layer, settings)
     return Matrix(
@@ -263,12 +265,34 @@ def _check(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) 
         if stray:
             key, line = _blame(layer, settings, stray)
             raise reader.error(line, key, f"only applies to framework fault, not {config.framework}")
+        _check_data(reader, config, layer, settings)
         _check_batch(reader, config, layer, settings)
         try:
             check_image_size(config.model, config.image_size)
         except ValueError as exc:
             key, line = _blame(layer, settings, ("image_size", "model"))
             raise reader.error(line, key, str(exc)) from None
+
+
+def _absolute_data_dir(config: RunConfig, base: Path) -> RunConfig:
+    """A relative data_dir is relative to the matrix file, wherever bench is started from."""
+    if config.data_dir is None or Path(config.data_dir).is_absolute():
+        return config
+    return replace(config, data_dir=str((base / config.data_dir).resolve()))
+
+
+def _check_data(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:
+    if config.dataset == "synthetic":
+        if config.data_dir is not None:
+            key, line = _blame(layer, settings, ("data_dir",))
+            raise reader.error(line, key, "only applies to image_folder, cifar10 and cifar100 datasets")
+        return
+    if config.data_dir is None:
+        key, line = _blame(layer, settings, ("dataset",))
+        raise reader.error(line, key, f"dataset {config.dataset} needs data_dir: the folder that holds it")
+    if not Path(config.data_dir).is_dir():
+        key, line = _blame(layer, settings, ("data_dir",))
+        raise reader.error(line, key, f"no such folder: {config.data_dir}")
 
 
 def _check_batch(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:

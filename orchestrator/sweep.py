@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -58,6 +58,7 @@ def run_configs(
     env_root: str | None,
     progress: Progress,
     first_index: int = 1,
+    data_files: Mapping[str, Path] | None = None,
 ) -> SweepResult:
     """Run each configuration; Ctrl-C or SIGTERM stops the sweep after recording the current run."""
     result = SweepResult(sweep_id)
@@ -67,7 +68,8 @@ def run_configs(
         for index, config in enumerate(configs, start=first_index):
             run_dir = run_dir_for(runs_root / f"sweep-{sweep_id}", index, config)
             progress.begin(config, run_dir)
-            rec = execute(config, run_dir, env_root, tick=progress.tick)
+            data_file = (data_files or {}).get(config.config_hash)
+            rec = execute(config, run_dir, env_root, tick=progress.tick, data_file=data_file)
             run_id = record.record_run(db, sweep_id, rec)
             result.outcomes[run_id] = rec.outcome.outcome
             progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome))

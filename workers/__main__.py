@@ -73,6 +73,8 @@ def main(argv=None):
     with open(args.spec) as f:
         spec = json.load(f)
     config = spec["config"]
+    # The decoded dataset file is where the data is, not part of what the configuration is.
+    config["data_file"] = spec.get("data_file")
     events = EventWriter(spec["events_path"])
     events.emit("start", pid=os.getpid(), python=platform.python_version(), executable=sys.executable)
     adapter = None

@@ -110,4 +110,30 @@ def load(config):
     """
     if config.get("dataset", "synthetic") == "synthetic":
         return synthetic(config)
-    raise ValueError("dataset {!r} is not supported yet".format(config.get("dataset")))
+    return from_file(config)
+
+
+def from_file(config):
+    """A decoded dataset from the orchestrator's cache file (config['data_file']).
+
+    A seeded sample of dataset_size images (RandomState: stable across numpy versions), split into
+    train and validation, scaled from 0..255 to -1..1: the same preprocessing for every framework.
+    """
+    import numpy as np
+
+    path = config.get("data_file")
+    if not path:
+        raise ValueError("dataset {!r} needs the orchestrator's data_file".format(config["dataset"]))
+    with np.load(path) as f:
+        x, y = f["x"], f["y"]
+    n_train, n_val = split_sizes(config)
+    if n_train + n_val > len(y):
+        raise ValueError("dataset_size {} is more than the {} images in {}".format(
+            n_train + n_val, len(y), path))
+    index = np.random.RandomState(config["seed"]).permutation(len(y))[:n_train + n_val]
+    images = x[index].astype(np.float32)
+    images /= np.float32(127.5)
+    images -= np.float32(1.0)
+    labels = y[index].astype(np.int64)
+    return {"x_train": images[:n_train], "y_train": labels[:n_train],
+            "x_val": images[n_train:], "y_val": labels[n_train:]}

@@ -1,0 +1,173 @@
+"""Real datasets, decoded and resized once into a cached array file that every framework reads.
+
+Decoding happens here, in the orchestrator, before any run starts: it is never timed, and every
+framework trains on exactly the same pixels. The cache file is an ``.npz`` holding ``x`` (N, 3, H, W)
+uint8, ``y`` (N,) int64 and ``classes``; its name is a hash of the source (paths, sizes, mtimes),
+the kind and the image size, so a changed folder is decoded again and an unchanged one never is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from orchestrator.config import RunConfig
+from orchestrator.errors import BenchError
+
+log = logging.getLogger(__name__)
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
+CIFAR_FILES = {
+    "cifar10": ([f"data_batch_{i}" for i in range(1, 6)], b"labels"),
+    "cifar100": (["train"], b"fine_labels"),
+}
+
+
+class DatasetError(BenchError):
+    """A dataset folder is missing, empty or not in the expected format."""
+
+
+def cache_dir() -> Path:
+    if os.environ.get("BENCH_DATA_CACHE"):
+        return Path(os.environ["BENCH_DATA_CACHE"])
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "bench" / "datasets"
+
+
+def _image_files(root: Path) -> list[tuple[str, Path]]:
+    classes = sorted(p for p in root.iterdir() if p.is_dir())
+    files = [
+        (c.name, f)
+        for c in classes
+        for f in sorted(c.rglob("*"))
+        if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES
+    ]
+    if len(classes) < 2 or not files:
+        raise DatasetError(
+            f"{root}: an image_folder needs one subfolder per class (at least 2) holding images "
+            f"({', '.join(IMAGE_SUFFIXES)}); found {len(classes)} subfolders, {len(files)} images"
+        )
+    return files
+
+
+def _sources(config: RunConfig) -> list[Path]:
+    root = Path(config.data_dir or "")
+    if not root.is_dir():
+        raise DatasetError(f"data_dir {root}: no such folder")
+    if config.dataset == "image_folder":
+        return [f for _, f in _image_files(root)]
+    names, _ = CIFAR_FILES[config.dataset]
+    missing = [n for n in names if not (root / n).is_file()]
+    if missing:
+        raise DatasetError(
+            f"{root}: {config.dataset} needs the python-pickle batch files {', '.join(names)}; "
+            f"missing {', '.join(missing)}"
+        )
+    return [root / n for n in names]
+
+
+def _key(config: RunConfig, sources: list[Path]) -> str:
+    h = hashlib.sha256(f"{config.dataset}|{config.image_size}|{config.data_dir}".encode())
+    for path in sources:
+        st = path.stat()
+        h.update(f"|{path}|{st.st_size}|{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:20]
+
+
+def _resize(images: np.ndarray, size: int) -> np.ndarray:
+    """(N, H, W, 3) uint8 → (N, 3, size, size) uint8, bilinear, the same for every dataset."""
+    from PIL import Image
+
+    if images.shape[1:3] != (size, size):
+        images = np.stack(
+            [np.asarray(Image.fromarray(im).resize((size, size), Image.Resampling.BILINEAR)) for im in images]
+        )
+    return np.ascontiguousarray(images.transpose(0, 3, 1, 2))
+
+
+def _decode_folder(root: Path, size: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    from PIL import Image, UnidentifiedImageError
+
+    files = _image_files(root)
+    classes = sorted({c for c, _ in files})
+    xs = []
+    for _, path in files:
+        try:
+            with Image.open(path) as im:
+                xs.append(np.asarray(im.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)))
+        except (OSError, UnidentifiedImageError) as exc:
+            raise DatasetError(f"{path}: cannot decode the image: {exc}") from None
+    x = np.ascontiguousarray(np.stack(xs).transpose(0, 3, 1, 2))
+    y = np.array([classes.index(c) for c, _ in files], dtype=np.int64)
+    return x, y, classes
+
+
+def _decode_cifar(config: RunConfig, sources: list[Path]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    _, label_key = CIFAR_FILES[config.dataset]
+    xs, ys = [], []
+    for path in sources:
+        try:
+            with open(path, "rb") as f:
+                batch = pickle.load(f, encoding="bytes")
+            data = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+            labels = np.asarray(batch[label_key], dtype=np.int64)
+        except (OSError, pickle.UnpicklingError, KeyError, ValueError, EOFError) as exc:
+            raise DatasetError(f"{path}: not a {config.dataset} python-pickle batch: {exc!r}") from None
+        xs.append(data)
+        ys.append(labels)
+    x = _resize(np.concatenate(xs).transpose(0, 2, 3, 1), config.image_size)
+    y = np.concatenate(ys)
+    count = 10 if config.dataset == "cifar10" else 100
+    return x, y, [str(i) for i in range(count)]
+
+
+def prepare(config: RunConfig) -> Path | None:
+    """The cached array file for this configuration's dataset (made if needed); None for synthetic."""
+    if config.dataset == "synthetic":
+        return None
+    sources = _sources(config)
+    path = cache_dir() / f"{config.dataset}-{config.image_size}px-{_key(config, sources)}.npz"
+    if path.exists():
+        return path
+    log.info("decoding %s from %s at %dpx into %s", config.dataset, config.data_dir, config.image_size, path)
+    if config.dataset == "image_folder":
+        x, y, classes = _decode_folder(Path(config.data_dir or ""), config.image_size)
+    else:
+        x, y, classes = _decode_cifar(config, sources)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, x=x, y=y, classes=np.array(classes))
+    tmp.rename(path)  # whole or absent: a sweep killed mid-write leaves no half file behind
+    return path
+
+
+def check_fits(config: RunConfig, path: Path) -> None:
+    """The configuration asks for no more images or classes than the file holds."""
+    with np.load(path) as data:
+        available, classes = len(data["y"]), len(data["classes"])
+    if config.dataset_size > available:
+        raise DatasetError(
+            f"dataset_size {config.dataset_size} is more than the {available} images in {config.data_dir}"
+        )
+    if config.classes != classes:
+        raise DatasetError(f"classes is {config.classes}, but {config.data_dir} has {classes} classes")
+
+
+def prepare_all(configs: list[RunConfig]) -> dict[str, Path]:
+    """Decode every dataset the configurations need, before anything runs: config hash → file."""
+    files: dict[str, Path] = {}
+    done: dict[tuple[str, str | None, int], Path | None] = {}
+    for config in configs:
+        key = (config.dataset, config.data_dir, config.image_size)
+        if key not in done:
+            done[key] = prepare(config)
+        path = done[key]
+        if path is not None and config.framework != "fault":
+            check_fits(config, path)
+            files[config.config_hash] = path
+    return files

@@ -1,0 +1,155 @@
+"""image_folder and CIFAR datasets: decoded once into a cached array file, the same pixels in
+every environment, and clear errors for folders that are not what they claim. All data is made
+here; nothing is downloaded."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from orchestrator import datasets
+from orchestrator.config import RunConfig
+from workers import data
+
+REPO = Path(__file__).resolve().parent.parent
+COLOURS = {"fire": (220, 60, 20), "smoke": (120, 120, 120), "no_fire": (30, 140, 60)}
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_DATA_CACHE", str(tmp_path / "cache"))
+
+
+def make_folder(root: Path, per_class: int = 12) -> Path:
+    """Three classes of photos-to-be: a class colour plus noise, mixed sizes, PNG and JPEG."""
+    rng = np.random.RandomState(0)
+    for name, colour in COLOURS.items():
+        (root / name).mkdir(parents=True)
+        for i in range(per_class):
+            size = (40 + i, 30 + 2 * i)
+            pixels = np.clip(np.array(colour) + rng.randint(-40, 40, size[::-1] + (3,)), 0, 255)
+            suffix = ".png" if i % 2 else ".jpg"
+            Image.fromarray(pixels.astype(np.uint8)).save(root / name / f"img{i}{suffix}")
+    (root / "fire" / "notes.txt").write_text("not an image: ignored")
+    return root
+
+
+def make_cifar(root: Path, kind: str, per_file: int = 20) -> Path:
+    root.mkdir(parents=True)
+    rng = np.random.RandomState(1)
+    names, key = datasets.CIFAR_FILES[kind]
+    classes = 10 if kind == "cifar10" else 100
+    for name in names:
+        batch = {
+            b"data": rng.randint(0, 256, (per_file, 3072)).astype(np.uint8),
+            key: list(rng.randint(0, classes, per_file)),
+        }
+        with open(root / name, "wb") as f:
+            pickle.dump(batch, f)
+    return root
+
+
+def config(**kw) -> RunConfig:
+    return RunConfig(**{"framework": "pytorch", "image_size": 16, "dataset_size": 30, "classes": 3, **kw})
+
+
+def test_image_folder_is_decoded_once(tmp_path):
+    root = make_folder(tmp_path / "photos")
+    cfg = config(dataset="image_folder", data_dir=str(root))
+    path = datasets.prepare(cfg)
+    stamp = path.stat().st_mtime_ns
+    with np.load(path) as f:
+        assert f["x"].shape == (36, 3, 16, 16) and f["x"].dtype == np.uint8
+        assert list(f["classes"]) == ["fire", "no_fire", "smoke"]
+        assert np.bincount(f["y"]).tolist() == [12, 12, 12]
+    assert datasets.prepare(cfg) == path and path.stat().st_mtime_ns == stamp
+    # A changed folder is decoded again.
+    Image.new("RGB", (20, 20)).save(root / "smoke" / "extra.png")
+    assert datasets.prepare(cfg) != path
+
+
+@pytest.mark.parametrize("kind", ["cifar10", "cifar100"])
+def test_cifar_batches(tmp_path, kind):
+    root = make_cifar(tmp_path / kind, kind)
+    cfg = config(dataset=kind, data_dir=str(root), image_size=32, classes=10 if kind == "cifar10" else 100)
+    with np.load(datasets.prepare(cfg)) as f:
+        count = 100 if kind == "cifar10" else 20
+        assert f["x"].shape == (count, 3, 32, 32)
+        first = pickle.load(open(root / datasets.CIFAR_FILES[kind][0][0], "rb"), encoding="bytes")
+        assert (f["x"][0].reshape(-1) == first[b"data"][0]).all()
+
+
+def test_the_framework_environment_sees_the_same_pixels(tmp_path, pytorch_python):
+    root = make_folder(tmp_path / "photos")
+    cfg = config(dataset="image_folder", data_dir=str(root))
+    spec = {**cfg.to_dict(), "data_file": str(datasets.prepare(cfg))}
+    here = data.load(spec)
+    digest = hashlib.sha256(b"".join(here[k].tobytes() for k in sorted(here))).hexdigest()
+    code = (
+        "import hashlib, json, sys\nfrom workers import data\nd = data.load(json.loads(sys.argv[1]))\n"
+        "print(hashlib.sha256(b''.join(d[k].tobytes() for k in sorted(d))).hexdigest())\n"
+    )
+    there = subprocess.run(
+        [str(pytorch_python), "-c", code, json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    ).stdout.strip()
+    assert there == digest
+    assert here["x_train"].shape == (24, 3, 16, 16) and here["x_val"].shape == (6, 3, 16, 16)
+    assert here["x_train"].min() >= -1.0 and here["x_train"].max() <= 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.framework
+def test_pytorch_trains_on_an_image_folder_and_cifar(tmp_path, write_matrix, cli, workdir, pytorch_python):
+    photos = make_folder(workdir / "photos")
+    make_cifar(workdir / "cifar", "cifar10")
+    write_matrix("""
+        settings: {framework: pytorch, model: small_cnn, image_size: 32, batch_size: 6, epochs: 2,
+                   warmup_steps: 1}
+        include:
+          - {dataset: image_folder, data_dir: photos, classes: 3, dataset_size: 36}
+          - {dataset: cifar10, data_dir: cifar, classes: 10, dataset_size: 100}
+    """)
+    result = cli("run", "--matrix", "m.yaml")
+    assert result.exit_code == 0, result.output
+    rows = (
+        sqlite3.connect(workdir / "bench.db")
+        .execute("SELECT outcome, dataset, data_dir, final_val_accuracy FROM runs ORDER BY id")
+        .fetchall()
+    )
+    assert [r[0] for r in rows] == ["ok", "ok"], rows
+    assert rows[0][2] == str(photos)  # relative to the matrix file, stored absolute
+    assert rows[0][3] > 0.5  # three colours are easy: chance is 1/3
+
+
+def test_data_errors_are_one_line_before_anything_runs(tmp_path, write_matrix, cli, workdir):
+    write_matrix("settings: {dataset: image_folder, data_dir: nowhere}\n")
+    result = cli("run", "--matrix", "m.yaml")
+    assert result.exit_code == 1 and "m.yaml:1: data_dir: no such folder" in result.output
+    write_matrix("settings: {dataset: cifar10}\n")
+    result = cli("run", "--matrix", "m.yaml")
+    assert result.exit_code == 1 and "m.yaml:1: dataset: dataset cifar10 needs data_dir" in result.output
+    (workdir / "flat").mkdir()
+    Image.new("RGB", (8, 8)).save(workdir / "flat" / "a.png")
+    write_matrix("settings: {dataset: image_folder, data_dir: flat}\n")
+    result = cli("run", "--matrix", "m.yaml")
+    assert result.exit_code == 1 and "one subfolder per class" in result.output
+    make_folder(workdir / "photos", per_class=4)
+    write_matrix("settings: {dataset: image_folder, data_dir: photos, classes: 3, dataset_size: 100}\n")
+    result = cli("run", "--matrix", "m.yaml")
+    assert result.exit_code == 1 and "dataset_size 100 is more than the 12 images" in result.output
+    write_matrix("settings: {dataset: image_folder, data_dir: photos, dataset_size: 12, batch_size: 4}\n")
+    result = cli("run", "--matrix", "m.yaml")
+    assert result.exit_code == 1 and "classes is 10, but" in result.output
+    assert not (workdir / "bench.db").exists()
