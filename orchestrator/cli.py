@@ -9,60 +9,21 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
-from orchestrator import datasets, envs, matrix, record
+from orchestrator import datasets, matrix, record
 from orchestrator import report as reports
-from orchestrator.config import FRAMEWORKS, RunConfig
-from orchestrator.db import DEFAULT_URL, Database, normalise_url
-from orchestrator.errors import BenchError, ConfigError
+from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, runs_root
+from orchestrator.config import RunConfig
+from orchestrator.db import Database
+from orchestrator.errors import ConfigError
 from orchestrator.outcomes import OUTCOMES
 from orchestrator.progress import Progress
 from orchestrator.sweep import SweepResult, finished_hashes, latest_sweep, run_configs
 from orchestrator.tables import FORMATS
 
 EXIT_INTERRUPTED = 130
-
-
-class BenchGroup(click.Group):
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except BenchError as exc:
-            click.echo(f"error: {exc}", err=True)
-            ctx.exit(1)
-
-
-def db_option(f: Any) -> Any:
-    return click.option(
-        "--db",
-        "db_url",
-        default=DEFAULT_URL,
-        show_default=True,
-        envvar="BENCH_DB",
-        help="Results database: a SQLAlchemy URL or a file path (env BENCH_DB).",
-    )(f)
-
-
-def env_dir_option(f: Any) -> Any:
-    return click.option(
-        "--env-dir",
-        default=None,
-        envvar="BENCH_ENV_DIR",
-        help="Where framework environments live (env BENCH_ENV_DIR; default ~/.cache/bench/envs).",
-    )(f)
-
-
-def runs_root(db_url: str, runs_dir: str | None) -> Path:
-    """Run folders go beside the SQLite file unless --runs-dir says otherwise."""
-    if runs_dir:
-        return Path(runs_dir).resolve()
-    url = normalise_url(db_url)
-    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        return Path(url[len("sqlite:///") :]).resolve().parent / "bench-runs"
-    return Path("bench-runs").resolve()
 
 
 @click.group(cls=BenchGroup)
@@ -266,65 +227,12 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
     _finish(result, set(), f"bench rerun {run_id}")
 
 
-@cli.group()
-def env() -> None:
-    """Framework environments: one per framework, from pinned requirement files.
+from orchestrator.cli_env import env, models_command  # noqa: E402  (needs `cli` defined above)
+from orchestrator.cli_train import train  # noqa: E402
 
-    \b
-    Examples:
-      bench env setup pytorch
-      bench env list
-    """
-
-
-@env.command("setup")
-@click.argument("frameworks", nargs=-1)
-@click.option(
-    "--python",
-    "python",
-    default=None,
-    help="A Python 3.6 to build Singa's environment from (env BENCH_PYTHON36; "
-    "default: pyenv's 3.6.x, then python3.6 on PATH).",
-)
-@env_dir_option
-def env_setup(frameworks: tuple[str, ...], python: str | None, env_dir: str | None) -> None:
-    """Create or update framework environments (all that have pinned requirements by default).
-
-    \b
-    Example:
-      bench env setup pytorch
-    """
-    names = frameworks or tuple(f for f in FRAMEWORKS if envs.requirements_file(f).exists())
-    for name in names:
-        if name not in FRAMEWORKS:
-            raise ConfigError(f"bench env setup: unknown framework {name!r} (known: {', '.join(FRAMEWORKS)})")
-        if name == "fault":
-            click.echo("fault: runs on the orchestrator's own interpreter; nothing to set up")
-            continue
-        envs.setup(name, env_dir, echo=click.echo, python=python)
-
-
-@env.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@env_dir_option
-def env_list(fmt: str, env_dir: str | None) -> None:
-    """Each framework: status (ok, or unavailable and why), interpreter, versions, location.
-
-    \b
-    Example:
-      bench env list --format json
-    """
-    rows = [envs.status(name, env_dir).__dict__ for name in FRAMEWORKS]
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
-        return
-    for r in rows:
-        detail = (
-            f"python {r['python_version']}, {r['framework']} {r['framework_version']}, {r['python']}"
-            if r["status"] == "ok"
-            else r["reason"]
-        )
-        click.echo(f"{r['framework']:10s} {r['status']:12s} {detail}")
+cli.add_command(env)
+cli.add_command(models_command)
+cli.add_command(train)
 
 
 def main() -> None:

@@ -85,9 +85,10 @@ def worker_env(config: RunConfig) -> tuple[dict[str, str], dict[str, str]]:
     return env, threads
 
 
-def write_spec(run_dir: Path, config: RunConfig, data_file: Path | None = None) -> Path:
+def write_spec(run_dir: Path, config: RunConfig, data_file: Path | None = None, task: str = "train") -> Path:
     spec = {
         "spec_version": 1,
+        "task": task,
         "config_hash": config.config_hash,
         "events_path": "events.jsonl",
         "result_path": "result.json",

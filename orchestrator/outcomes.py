@@ -94,7 +94,7 @@ def _read_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"the result file is malformed: {exc}"
     if not isinstance(data, dict) or data.get("status") not in WORKER_STATUSES:
         return None, "the result file has no valid status"
-    if data["status"] == "ok":
+    if data["status"] == "ok" and data.get("task") != "probe":
         problem = _check_ok_result(data)
         if problem:
             return None, problem

@@ -80,7 +80,8 @@ def main(argv=None):
     adapter = None
     try:
         adapter = _load_adapter(config, spec["result_path"], events)
-        result = runner.run(adapter, config, events)
+        task = runner.probe if spec.get("task") == "probe" else runner.run
+        result = task(adapter, config, events)
     except Exception as exc:  # every failure becomes data; BaseExceptions (exit, ^C) pass
         result = _failure(_classify(exc, adapter), exc, events)
         sys.stderr.write(result["exception"]["traceback"])

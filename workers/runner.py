@@ -84,3 +84,20 @@ def run(adapter, config, events):
         "val_size": val_size,
         "epochs": records,
     }
+
+
+def probe(adapter, config, events):
+    """Build the model for real and run one forward pass: parameter count and output shape."""
+    events.set_phase("import")
+    info = adapter.setup()
+    events.emit("setup", **info)
+    events.set_phase("build")
+    parameters = adapter.build_model()
+    events.emit("built", parameter_count=parameters)
+    events.set_phase("forward")
+    try:
+        shape = list(adapter.forward_shape(2))
+    except NotImplementedError:
+        shape = None
+    return {"status": "ok", "task": "probe", "info": info, "parameter_count": parameters,
+            "output_shape": shape}

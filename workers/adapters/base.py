@@ -44,6 +44,13 @@ class Adapter(object):
         """Build model and optimizer from the architecture (workers.models); return trainable params."""
         raise NotImplementedError
 
+    def forward_shape(self, batch):
+        """Output shape of one forward pass on zeros of (batch, 3, image_size, image_size).
+
+        Used by `bench models` after build(); it checks the output, it is not timed.
+        """
+        raise NotImplementedError
+
     def reset(self):
         """Restore the initial weights and a fresh optimizer state (untimed)."""
         raise NotImplementedError

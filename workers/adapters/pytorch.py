@@ -82,6 +82,16 @@ class Adapter(base.Adapter):
         self._steps = 0
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
+    def forward_shape(self, batch):
+        torch, size = self.torch, self.config["image_size"]
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                x = torch.zeros(batch, 3, size, size, device=self.device)
+                return tuple(self.model(x).shape)
+        finally:
+            self.model.train()
+
     def _make_optimizer(self):
         optim, cfg = self.torch.optim, self.config
         params = self.model.parameters()

@@ -1,0 +1,171 @@
+"""`bench env` and `bench models`: the framework environments and what they build."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from orchestrator import envs
+from orchestrator.cli_options import env_dir_option
+from orchestrator.config import FRAMEWORKS
+from orchestrator.errors import ConfigError
+from workers.models import check_image_size
+
+
+@click.command("models")
+@click.option("--framework", "frameworks", multiple=True, help="Only this framework (repeatable).")
+@click.option("--model", "model_names", multiple=True, help="Only this model (repeatable).")
+@click.option("--classes", type=int, default=1000, show_default=True)
+@click.option("--image-size", type=int, default=224, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@env_dir_option
+def models_command(
+    frameworks: tuple[str, ...],
+    model_names: tuple[str, ...],
+    classes: int,
+    image_size: int,
+    fmt: str,
+    env_dir: str | None,
+) -> None:
+    """Build every model in every framework's environment and compare trainable parameter counts.
+
+    Each model is built for real, in its own process, in that framework's environment; the
+    reference is the count computed from the one definition in workers/models.py.
+
+    \b
+    Examples:
+      bench models
+      bench models --framework mxnet --format json
+    """
+    from orchestrator import probe
+    from orchestrator.config import MODELS
+
+    names = _known(frameworks, [f for f in FRAMEWORKS if f != "fault"], "--framework")
+    wanted = _known(model_names, list(MODELS), "--model")
+    for model in wanted:
+        try:
+            check_image_size(model, image_size)
+        except ValueError as exc:
+            raise ConfigError(f"--image-size: {exc}") from None
+    rows = probe.probe_all(
+        names,
+        wanted,
+        classes,
+        image_size,
+        env_dir,
+        echo=None if fmt == "json" else lambda t: click.echo(t, err=True),
+    )
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(_models_table(rows, names, wanted, classes))
+
+
+def _known(given: tuple[str, ...], known: list[str], option: str) -> list[str]:
+    for name in given:
+        if name not in known:
+            raise ConfigError(f"{option}: unknown {name!r} (known: {', '.join(known)})")
+    return list(given) or known
+
+
+def _cell(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda row: str(row.get(key, "—"))
+
+
+def _models_table(
+    rows: list[dict[str, Any]], frameworks: list[str], model_names: list[str], classes: int
+) -> str:
+    from orchestrator.tables import Column, render
+
+    table = []
+    for model in model_names:
+        mine = [r for r in rows if r["model"] == model]
+        line: dict[str, Any] = {"model": model, "reference": f"{mine[0]['reference']:,}"}
+        counts = set()
+        for r in mine:
+            if r["outcome"] == "ok" and r.get("output_shape") not in (None, [2, classes]):
+                line[r["framework"]] = f"output {r['output_shape']}"
+                counts.add(-1)
+            elif r["outcome"] == "ok":
+                line[r["framework"]] = f"{r['parameters']:,}"
+                counts.add(r["parameters"])
+            else:
+                line[r["framework"]] = r["outcome"]
+        line["identical"] = "yes" if counts == {mine[0]["reference"]} else ("—" if not counts else "NO")
+        table.append(line)
+    columns = [
+        Column("model", "model", lambda r: r["model"]),
+        Column("reference", "reference", lambda r: r["reference"]),
+    ]
+    columns += [Column(f, f, _cell(f)) for f in frameworks]
+    columns.append(Column("identical", "identical", lambda r: r["identical"]))
+    notes = [
+        f"  {r['framework']}/{r['model']}: {r['outcome']}: {r['reason']}"
+        for r in rows
+        if r["outcome"] != "ok"
+    ]
+    return render(table, columns, "table") + ("\n" + "\n".join(notes) if notes else "")
+
+
+@click.group()
+def env() -> None:
+    """Framework environments: one per framework, from pinned requirement files.
+
+    \b
+    Examples:
+      bench env setup pytorch
+      bench env list
+    """
+
+
+@env.command("setup")
+@click.argument("frameworks", nargs=-1)
+@click.option(
+    "--python",
+    "python",
+    default=None,
+    help="A Python 3.6 to build Singa's environment from (env BENCH_PYTHON36; "
+    "default: pyenv's 3.6.x, then python3.6 on PATH).",
+)
+@env_dir_option
+def env_setup(frameworks: tuple[str, ...], python: str | None, env_dir: str | None) -> None:
+    """Create or update framework environments (all that have pinned requirements by default).
+
+    \b
+    Example:
+      bench env setup pytorch
+    """
+    names = frameworks or tuple(f for f in FRAMEWORKS if envs.requirements_file(f).exists())
+    for name in names:
+        if name not in FRAMEWORKS:
+            raise ConfigError(f"bench env setup: unknown framework {name!r} (known: {', '.join(FRAMEWORKS)})")
+        if name == "fault":
+            click.echo("fault: runs on the orchestrator's own interpreter; nothing to set up")
+            continue
+        envs.setup(name, env_dir, echo=click.echo, python=python)
+
+
+@env.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@env_dir_option
+def env_list(fmt: str, env_dir: str | None) -> None:
+    """Each framework: status (ok, or unavailable and why), interpreter, versions, location.
+
+    \b
+    Example:
+      bench env list --format json
+    """
+    rows = [envs.status(name, env_dir).__dict__ for name in FRAMEWORKS]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        detail = (
+            f"python {r['python_version']}, {r['framework']} {r['framework_version']}, {r['python']}"
+            if r["status"] == "ok"
+            else r["reason"]
+        )
+        click.echo(f"{r['framework']:10s} {r['status']:12s} {detail}")

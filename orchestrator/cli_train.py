@@ -1,0 +1,134 @@
+"""`bench train`: one configuration from the command line — the research's single-run script,
+with every setting of the matrix available as an option, run and recorded like any sweep."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import click
+
+from orchestrator import datasets, record
+from orchestrator.cli_options import db_option, env_dir_option, runs_root
+from orchestrator.config import FAULT_FIELDS, RunConfig, validate_field
+from orchestrator.db import Database
+from orchestrator.errors import ConfigError
+from orchestrator.matrix import parse_only
+from orchestrator.progress import Progress
+from orchestrator.sweep import run_configs
+from orchestrator.tables import number
+from workers.models import check_image_size
+
+
+def _option_name(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _setting_options(f: Any) -> Any:
+    for field in reversed(dataclasses.fields(RunConfig)):
+        default = field.default if field.name != "framework" else None
+        f = click.option(
+            _option_name(field.name),
+            field.name,
+            default=None,
+            metavar="VALUE",
+            help=f"(default: {default})" if default is not None else None,
+            required=field.name == "framework",
+        )(f)
+    return f
+
+
+def build_config(values: dict[str, str | None]) -> RunConfig:
+    """Options as given on the command line → a validated configuration; errors name the option."""
+    settings: dict[str, Any] = {}
+    for key, raw in values.items():
+        if raw is None:
+            continue
+        try:
+            (value,) = parse_only(f"{key}={raw}", _option_name(key))[key]
+        except ConfigError as exc:
+            raise ConfigError(
+                str(exc).replace(f"{_option_name(key)}: {key}:", f"{_option_name(key)}:")
+            ) from None
+        settings[key] = validate_field(key, value)
+    if settings.get("data_dir"):
+        settings["data_dir"] = str(Path(settings["data_dir"]).resolve())
+    config = RunConfig(**settings)
+    if config.framework == "fault":
+        return dataclasses.replace(config, fault=config.fault or "ok")
+    stray = [k for k in FAULT_FIELDS if k in settings]
+    if stray:
+        raise ConfigError(f"{_option_name(stray[0])}: only applies to framework fault")
+    _check(config)
+    return config
+
+
+def _check(config: RunConfig) -> None:
+    try:
+        check_image_size(config.model, config.image_size)
+    except ValueError as exc:
+        raise ConfigError(f"--image-size: {exc}") from None
+    if config.batch_size > config.train_size:
+        raise ConfigError(
+            f"--batch-size: {config.batch_size} is larger than the training split of {config.train_size} "
+            f"samples (dataset size {config.dataset_size}, validation fraction {config.val_fraction:g})"
+        )
+    if config.dataset != "synthetic" and not config.data_dir:
+        raise ConfigError(f"--data-dir: dataset {config.dataset} needs the folder that holds it")
+    if config.dataset == "synthetic" and config.data_dir:
+        raise ConfigError("--data-dir: only applies to image_folder, cifar10 and cifar100 datasets")
+
+
+def _summary(db: Database, run_id: int) -> str:
+    from orchestrator import report
+
+    data = report.load_run(db, run_id)
+    run = data["run"]
+    lines = [f"run {run_id}: {run['outcome']}" + (f": {report.why(run)}" if run["outcome"] != "ok" else "")]
+    for e in data["epochs"]:
+        repeat = f" (repeat {e['repeat']})" if run["repeats"] > 1 else ""
+        lines.append(
+            f"  epoch {e['epoch']}{repeat}: "
+            f"{number(e['seconds'])} s, {number(e['images_per_second'], 4)} images/s, "
+            f"train loss {number(e['train_loss'])}, val acc {number(e['val_accuracy'])}"
+        )
+    if run["median_epoch_seconds"] is not None:
+        lines.append(
+            f"median epoch {number(run['median_epoch_seconds'])} s, "
+            f"{number(run['images_per_second'], 4)} images/s, "
+            f"{number(run['seconds_per_image'] * 1000)} ms/image, {run['parameter_count']:,} parameters"
+        )
+    lines.append(f"details: bench inspect {run_id}")
+    return "\n".join(lines)
+
+
+@click.command()
+@_setting_options
+@click.option(
+    "--runs-dir", default=None, help="Where the run folder goes (default: bench-runs/ beside the database)."
+)
+@db_option
+@env_dir_option
+def train(runs_dir: str | None, db_url: str, env_dir: str | None, **values: str | None) -> None:
+    """Run one configuration, in its own process and environment, and record it.
+
+    Every setting of a matrix is an option (--batch-size, --lr, --threads, ...).
+
+    \b
+    Example:
+      bench train --device cpu --framework pytorch --model alexnet --epochs 5 \\
+          --batch-size 250 --optimizer sgd --lr 0.01 --dataset-size 1000
+    """
+    config = build_config(values)
+    data_files = datasets.prepare_all([config])
+    db = Database(db_url, create=True)
+    sweep_id = record.start_sweep(db, "train", "train", 1, None, None)
+    progress = Progress(1)
+    result = run_configs(
+        db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress, data_files=data_files
+    )
+    for run_id in result.outcomes:
+        click.echo(_summary(db, run_id))
+    if result.interrupted:
+        raise SystemExit(130)

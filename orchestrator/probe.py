@@ -1,0 +1,70 @@
+"""`bench models`: build each model for real in each framework's environment and count its
+trainable parameters, one isolated process per framework and model (a crash is an outcome)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from orchestrator import envs, outcomes
+from orchestrator.config import RunConfig
+from orchestrator.execute import worker_env, write_spec
+from orchestrator.process import run_worker
+from workers import models
+
+PROBE_TIMEOUT = 600.0
+
+
+def probe_one(
+    framework: str, model: str, classes: int, image_size: int, env_root: str | None, workdir: Path
+) -> dict[str, Any]:
+    config = RunConfig(
+        framework=framework, model=model, classes=classes, image_size=image_size, timeout=PROBE_TIMEOUT
+    )
+    row: dict[str, Any] = {
+        "framework": framework,
+        "model": model,
+        "reference": models.infer(models.build_arch(model, classes, image_size))["parameters"],
+    }
+    python, where = envs.python_for(framework, env_root)
+    if python is None:
+        return {**row, "outcome": "unavailable", "reason": where}
+    run_dir = workdir / f"{framework}-{model}"
+    run_dir.mkdir(parents=True)
+    write_spec(run_dir, config, task="probe")
+    env, _ = worker_env(config)
+    finished = run_worker([str(python), "-m", "workers", "--spec", "spec.json"], env, run_dir, PROBE_TIMEOUT)
+    outcome = outcomes.classify(finished, run_dir, PROBE_TIMEOUT)
+    result = outcome.result or {}
+    reason = outcome.reason if outcome.outcome != "ok" else None
+    if outcome.exception_type and reason:
+        reason = f"{outcome.exception_type}: {outcome.exception_message}"
+    return {
+        **row,
+        "outcome": outcome.outcome,
+        "parameters": result.get("parameter_count"),
+        "output_shape": result.get("output_shape"),
+        "framework_version": (result.get("info") or {}).get("framework_version"),
+        "reason": reason,
+    }
+
+
+def probe_all(
+    frameworks: Iterable[str],
+    model_names: Iterable[str],
+    classes: int,
+    image_size: int,
+    env_root: str | None,
+    echo: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-models-") as tmp:
+        for framework in frameworks:
+            for model in model_names:
+                row = probe_one(framework, model, classes, image_size, env_root, Path(tmp))
+                if echo:
+                    echo(f"{framework}/{model}: {row['outcome']} {row.get('parameters') or ''}".rstrip())
+                rows.append(row)
+    return rows

@@ -1,0 +1,48 @@
+"""`bench train`: one configuration from options, validated like a matrix, run and recorded."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+
+def test_train_runs_and_records_one_configuration(cli, workdir):
+    result = cli(
+        "train", "--framework", "fault", "--fault", "raise", "--after-steps", "2", "--dataset-size", "64"
+    )
+    assert result.exit_code == 0, result.output
+    assert "run 1: error: RuntimeError: fault worker: raised on purpose after 2 steps" in result.output
+    row = (
+        sqlite3.connect(workdir / "bench.db")
+        .execute(
+            "SELECT s.kind, r.framework, r.fault, r.dataset_size, r.outcome "
+            "FROM runs r JOIN sweeps s ON s.id = r.sweep_id"
+        )
+        .fetchone()
+    )
+    assert row == ("train", "fault", "raise", 64, "error")
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("--batch-size", "-4"), "--batch-size: expected a positive integer, got -4"),
+        (("--model", "resnet51"), "--model: unknown model 'resnet51'"),
+        (
+            ("--image-size", "32", "--model", "alexnet"),
+            "--image-size: image_size 32 is too small for alexnet",
+        ),
+        (
+            ("--dataset-size", "20", "--batch-size", "32"),
+            "--batch-size: 32 is larger than the training split of 16",
+        ),
+        (("--dataset", "cifar10"), "--data-dir: dataset cifar10 needs the folder"),
+        (("--fault", "segfault"), "--fault: only applies to framework fault"),
+    ],
+)
+def test_train_rejects_bad_options_before_anything_runs(cli, workdir, args, message):
+    result = cli("train", "--framework", "pytorch", *args)
+    assert result.exit_code == 1
+    assert result.output.startswith("error: " + message), result.output
+    assert not (workdir / "bench.db").exists()
