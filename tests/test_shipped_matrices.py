@@ -1,0 +1,61 @@
+"""The matrices shipped under matrices/ load and expand as their comments say."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from orchestrator.config import FRAMEWORKS
+from orchestrator.matrix import load_matrix
+
+MATRICES = Path(__file__).resolve().parent.parent / "matrices"
+REAL = [f for f in FRAMEWORKS if f != "fault"]
+
+
+def test_every_matrix_file_is_tested():
+    assert {p.stem for p in MATRICES.glob("*.yaml")} == {
+        "quick",
+        "full",
+        "batch-sweep",
+        "optimizers",
+        "threads",
+        "cifar-cnn",
+    }
+
+
+@pytest.mark.parametrize("name", ["quick", "full", "batch-sweep", "optimizers", "threads"])
+def test_matrix_loads_with_every_framework(name):
+    m = load_matrix(MATRICES / f"{name}.yaml")
+    assert {c.framework for c in m.configs} >= set(REAL)
+    assert m.configs[0].__class__.__name__ == "RunConfig"
+
+
+def test_the_research_grids():
+    full = load_matrix(MATRICES / "full.yaml").configs
+    assert len(full) == 5 * 4 * 2 * 2
+    assert {c.dataset_size for c in full} == {791, 6003} and {c.classes for c in full} == {3}
+    sweep = load_matrix(MATRICES / "batch-sweep.yaml").configs
+    assert sorted({c.batch_size for c in sweep}) == [2**i for i in range(10)]
+    opt = load_matrix(MATRICES / "optimizers.yaml").configs
+    assert {(c.optimizer, c.lr) for c in opt} == {
+        (o, lr) for o in ("sgd", "adam", "rmsprop") for lr in (0.01, 0.001, 0.0001)
+    }
+    quick = load_matrix(MATRICES / "quick.yaml").configs
+    assert [c.framework for c in quick].count("fault") == 1
+
+
+def test_cifar_cnn_needs_and_uses_the_cifar_folder(tmp_path):
+    (tmp_path / "matrices").mkdir()
+    shutil.copy(MATRICES / "cifar-cnn.yaml", tmp_path / "matrices")
+    folder = tmp_path / "data" / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for i in range(1, 6):
+        with open(folder / f"data_batch_{i}", "wb") as f:
+            pickle.dump({b"data": np.zeros((1, 3072), np.uint8), b"labels": [0]}, f)
+    configs = load_matrix(tmp_path / "matrices" / "cifar-cnn.yaml").configs
+    assert {(c.epochs, c.batch_size, c.lr, c.momentum) for c in configs} == {(10, 64, 0.01, 0.9)}
+    assert {c.data_dir for c in configs} == {str(folder)}
