@@ -135,8 +135,9 @@ def env_setup(frameworks: tuple[str, ...], python: str | None, env_dir: str | No
     """Create or update framework environments (all that have pinned requirements by default).
 
     \b
-    Example:
-      bench env setup pytorch
+    Examples:
+      bench env setup                 # every framework
+      bench env setup pytorch singa --python /usr/bin/python3.6
     """
     names = frameworks or tuple(f for f in FRAMEWORKS if envs.requirements_file(f).exists())
     for name in names:
@@ -144,6 +145,11 @@ def env_setup(frameworks: tuple[str, ...], python: str | None, env_dir: str | No
             raise ConfigError(f"bench env setup: unknown framework {name!r} (known: {', '.join(FRAMEWORKS)})")
         if name == "fault":
             click.echo("fault: runs on the orchestrator's own interpreter; nothing to set up")
+            continue
+        base, why = envs.base_python(name, python)
+        if base is None and not frameworks:
+            # Setting everything up goes on without it: its runs will be `unavailable`, saying this.
+            click.echo(f"{name}: skipped: {why}", err=True)
             continue
         envs.setup(name, env_dir, echo=click.echo, python=python)
 

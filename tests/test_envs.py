@@ -1,0 +1,52 @@
+"""Where framework environments come from: the Python 3.6 search order for Singa, overrides."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from orchestrator import envs
+from tests.conftest import pyenv_python36
+
+
+def test_frameworks_on_the_orchestrators_python_use_it():
+    assert envs.base_python("pytorch") == (Path(sys.executable), "the orchestrator's interpreter")
+
+
+def test_singa_finds_pyenvs_python36(monkeypatch):
+    monkeypatch.delenv("BENCH_PYTHON36", raising=False)
+    python, where = envs.base_python("singa")
+    assert python is not None and "Python 3.6." in where, where
+    assert python.resolve() == pyenv_python36().resolve()
+
+
+def test_a_named_interpreter_comes_first_and_must_be_36(monkeypatch):
+    monkeypatch.delenv("BENCH_PYTHON36", raising=False)
+    py36 = pyenv_python36()
+    monkeypatch.setenv("BENCH_PYTHON36", sys.executable)
+    python, where = envs.base_python("singa")
+    assert python is None and "is not a Python 3.6 interpreter" in where
+    monkeypatch.setenv("BENCH_PYTHON36", str(py36))
+    assert envs.base_python("singa")[1].startswith("Python 3.6")
+
+
+def test_no_python36_anywhere_says_how_to_get_one(monkeypatch, tmp_path):
+    monkeypatch.delenv("BENCH_PYTHON36", raising=False)
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    python, where = envs.base_python("singa")
+    assert python is None
+    assert "pyenv install 3.6" in where and "BENCH_PYTHON36" in where
+
+
+def test_interpreter_override(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCH_PYTHON_MXNET", str(tmp_path / "python"))
+    assert envs.python_for("mxnet")[0] is None
+    monkeypatch.setenv("BENCH_PYTHON_MXNET", sys.executable)
+    assert envs.python_for("mxnet") == (Path(sys.executable), "BENCH_PYTHON_MXNET")
+
+
+def test_status_without_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("BENCH_PYTHON_TENSORFLOW", raising=False)
+    status = envs.status("tensorflow", tmp_path)
+    assert status.status == "unavailable" and "bench env setup tensorflow" in status.reason
