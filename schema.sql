@@ -99,6 +99,7 @@ CREATE TABLE epochs (
     train_loss          REAL,
     val_loss            REAL,
     val_accuracy        REAL,
+    os_threads          INTEGER,                         -- the worker's OS threads after the epoch
     PRIMARY KEY (run_id, repeat, epoch)
 );
 

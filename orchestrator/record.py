@@ -133,6 +133,7 @@ def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
         "train_loss",
         "val_loss",
         "val_accuracy",
+        "os_threads",
     )
     return [{"run_id": run_id, **{k: e.get(k) for k in keys}} for e in rec.epochs]
 

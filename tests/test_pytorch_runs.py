@@ -101,6 +101,9 @@ def test_threads_are_applied_and_recorded(sweep):
     assert row["outcome"] == "ok" and row["optimizer"] == "adam"
     assert json.loads(row["thread_env"])["OMP_NUM_THREADS"] == "1"
     assert json.loads(row["threads_applied"])["intra_op"] == 1
+    # The OS threads the worker had after each epoch are recorded too (the settings are not the threads).
+    _, epochs = sweep
+    assert all(e["os_threads"] >= 1 for e in epochs if e["run_id"] == row["id"])
 
 
 def test_cuda_without_a_gpu_is_unavailable_with_the_reason(sweep):

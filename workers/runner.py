@@ -15,6 +15,18 @@ def epoch_order(seed, epoch, size):
     return order
 
 
+def os_threads():
+    """The process's OS thread count as the kernel sees it (Linux), else None."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except (IOError, ValueError):
+        pass
+    return None
+
+
 def _warmup(adapter, config, events, train_size):
     steps = adapter.prepare_epoch(epoch_order(config["seed"], 0, train_size))
     events.set_phase("warmup", steps=config["warmup_steps"])
@@ -50,6 +62,7 @@ def _epoch(adapter, config, events, train_size, repeat, epoch):
         "train_loss": train_loss,
         "val_loss": val_loss,
         "val_accuracy": val_accuracy,
+        "os_threads": os_threads(),
     }
     events.emit("epoch_end", **record)
     return record
