@@ -1,0 +1,318 @@
+"""The MXNet adapter against the real framework, driven in the MXNet environment's interpreter,
+then every model through the whole harness.
+
+mxnet never enters this pytest process: one driver script runs the checks in a subprocess
+(paying mxnet's import once) and writes plain JSON; a second, tiny run checks the thread
+settings, which MXNet reads only before its import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator import envs
+from workers import models
+
+pytestmark = [pytest.mark.slow, pytest.mark.framework]
+
+REPO = Path(__file__).resolve().parent.parent
+
+DRIVER = textwrap.dedent(
+    """
+    import json, sys, traceback
+    from workers import models, runner
+    from workers.adapters import base, mxnet as adapter_module
+
+    def config(**over):
+        c = dict(framework="mxnet", model="small_cnn", device="cpu", batch_size=16,
+                 optimizer="sgd", lr=0.01, momentum=0.9, epochs=4, warmup_steps=0, repeats=1,
+                 dataset="synthetic", dataset_size=400, image_size=32, classes=4,
+                 val_fraction=0.2, threads=0, seed=0)
+        c.update(over)
+        return c
+
+    def adapter(**over):
+        a = adapter_module.Adapter(config(**over))
+        return a, a.setup()
+
+    def check_models():
+        a, _ = adapter(image_size=64)
+        out = {}
+        for name in models.MODELS:
+            arch = models.build_arch(name, 1000, 64)
+            out[name] = {"mxnet": a.build(arch), "infer": models.infer(arch)["parameters"],
+                         "shape": list(a.forward_shape(2))}
+        a._release()  # free VGG's half gigabyte before the next check
+        out["small_cnn_32"] = a.build(models.build_arch("small_cnn", 10, 32))
+        return out
+
+    def check_adaptive_pool():
+        # PyTorch's windows: [floor(i*n/s), ceil((i+1)*n/s)), also for inputs smaller than s.
+        import mxnet as mx, numpy as np
+        pool = adapter_module._block_classes(mx)["AdaptiveAvgPool"]
+        rng, worst = np.random.RandomState(0), {}
+        for n, s in ((1, 6), (2, 7), (13, 6), (6, 6), (3, 7)):
+            x = rng.standard_normal((2, 3, n, n)).astype("float32")
+            got = pool(s)(mx.nd.array(x)).asnumpy()
+            want = np.zeros((2, 3, s, s), "float32")
+            for i in range(s):
+                for j in range(s):
+                    h0, h1 = i * n // s, -(-(i + 1) * n // s)
+                    w0, w1 = j * n // s, -(-(j + 1) * n // s)
+                    want[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
+            worst["{}->{}".format(n, s)] = float(abs(got - want).max())
+        return worst
+
+    def state(a):
+        return [p.data().asnumpy() for p, _ in a._initial]
+
+    def same(s1, s2):
+        return all((x == y).all() for x, y in zip(s1, s2))
+
+    def train_epoch(a, epoch, train_size):
+        steps = a.prepare_epoch(runner.epoch_order(0, epoch, train_size))
+        for i in range(steps):
+            a.train_step(i)
+        a.synchronize()
+        return a.epoch_loss()
+
+    def check_train():
+        a, info = adapter()
+        a.build_model()
+        initial = state(a)
+        train_size, val_size = a.load_data()
+        a.reset()  # as the runner does before each repeat
+        epochs = []
+        for epoch in range(1, a.config["epochs"] + 1):
+            epochs.append([train_epoch(a, epoch, train_size)] + list(a.evaluate()))
+        trained_differs = not same(initial, state(a))
+        a.reset()
+        return {"info": info, "sizes": [train_size, val_size], "epochs": epochs,
+                "trained_differs": trained_differs, "reset_restores": same(initial, state(a)),
+                "repeat_first_loss": train_epoch(a, 1, train_size)}
+
+    def check_cuda():
+        try:
+            adapter(device="cuda")
+        except base.Unavailable as exc:
+            return str(exc)
+        return None
+
+    def check_oom():
+        import mxnet as mx
+        a, _ = adapter()
+        cases = [MemoryError(), mx.base.MXNetError("[12:00:00] storage: Failed to allocate CPU Memory"),
+                 mx.base.MXNetError("cudaMalloc retry failed: out of memory"),
+                 mx.base.MXNetError("Shape inconsistent"), ValueError("out of memory")]
+        return [a.is_oom(exc) for exc in cases]
+
+    def check_threads(n):  # alone in its process: MXNet reads its thread settings at import
+        return adapter(threads=n)[1]["threads"]
+
+    results = {}
+    for name, args in json.loads(sys.argv[2]):
+        try:
+            results[name] = globals()["check_" + name](*args)
+        except Exception:
+            results[name] = {"driver_error": traceback.format_exc()}
+    with open(sys.argv[1], "w") as f:
+        json.dump(results, f)
+    """
+)
+
+CHECKS = [["models", []], ["adaptive_pool", []], ["train", []], ["cuda", []], ["oom", []]]
+THREADS = 3  # not what MXNet picks by default (half the processors) on a machine of 2 to 4 cores
+
+MATRIX = """
+name: mxnet-models
+settings: {dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 64, classes: 3,
+           timeout: 600}
+axes:
+  framework: [mxnet]
+  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16]
+include:
+  - {framework: mxnet, model: small_cnn, image_size: 32, threads: 1, optimizer: rmsprop, lr: 0.001,
+     repeats: 2}
+  - {framework: mxnet, model: small_cnn, device: cuda}
+"""
+
+
+@pytest.fixture(scope="module")
+def mxnet_python() -> Path:
+    python, why = envs.python_for("mxnet")
+    if python is None:
+        pytest.fail(f"the MXNet environment is missing: {why}")
+    return python
+
+
+def _drive(python: Path, folder: Path, checks: list) -> dict:
+    script, out = folder / "driver.py", folder / "results.json"
+    script.write_text(DRIVER)
+    proc = subprocess.run(
+        [str(python), str(script), str(out), json.dumps(checks)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def driven(mxnet_python, tmp_path_factory):
+    results = _drive(mxnet_python, tmp_path_factory.mktemp("mxnet"), CHECKS)
+    results.update(_drive(mxnet_python, tmp_path_factory.mktemp("mxnet"), [["threads", [THREADS]]]))
+
+    def result(name):
+        value = results[name]
+        if isinstance(value, dict) and "driver_error" in value:
+            pytest.fail(value["driver_error"])
+        return value
+
+    return result
+
+
+@pytest.fixture(scope="module")
+def sweep(mxnet_python, tmp_path_factory):
+    from orchestrator.cli import cli
+
+    path = tmp_path_factory.mktemp("mxnet-sweep")
+    (path / "m.yaml").write_text(MATRIX)
+    db = str(path / "bench.db")
+    cwd = os.getcwd()
+    os.chdir(path)
+    try:
+        result = CliRunner().invoke(cli, ["run", "--matrix", "m.yaml", "--db", db], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 0, result.output
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    rows = [
+        dict(r)
+        for r in conn.execute(
+            "SELECT r.*, e.framework_version, e.threads_applied, e.thread_env "
+            "FROM runs r JOIN environments e ON e.run_id = r.id ORDER BY r.id"
+        )
+    ]
+    epochs = [dict(r) for r in conn.execute("SELECT * FROM epochs ORDER BY run_id, repeat, epoch")]
+    conn.close()
+    report = CliRunner().invoke(cli, ["report", "--db", db]).output
+    crashes = CliRunner().invoke(cli, ["report", "--db", db, "--crashes"]).output
+    return rows, epochs, report, crashes
+
+
+def test_module_imports_without_mxnet():
+    code = "import sys, workers.adapters.mxnet as m; assert 'mxnet' not in sys.modules; print(m.Adapter.name)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "mxnet", proc.stderr
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_mxnet_parameter_count_equals_infer(driven, name):
+    got = driven("models")[name]
+    assert got["mxnet"] == got["infer"]
+    assert got["shape"] == [2, 1000]
+
+
+def test_small_cnn_reference_count(driven):
+    assert driven("models")["small_cnn_32"] == 3_441_592
+
+
+def test_adaptive_pool_matches_pytorch_windows(driven):
+    worst = driven("adaptive_pool")
+    assert all(err < 1e-5 for err in worst.values()), worst
+
+
+def test_small_cnn_learns_the_synthetic_data(driven):
+    got = driven("train")
+    assert got["sizes"] == [320, 80]
+    losses = [e[0] for e in got["epochs"]]
+    accuracies = [e[2] for e in got["epochs"]]
+    assert losses[-1] < losses[0] * 0.6, got["epochs"]
+    assert accuracies[-1] >= 0.6, got["epochs"]  # chance is 0.25
+
+
+def test_reset_restores_the_initial_weights(driven):
+    got = driven("train")
+    assert got["trained_differs"] and got["reset_restores"]
+    # weights, optimizer state and random stream all restored: the repeat retraces epoch 1
+    assert got["repeat_first_loss"] == pytest.approx(got["epochs"][0][0], rel=1e-4)
+
+
+def test_setup_reports_versions(driven):
+    info = driven("train")["info"]
+    assert info["framework_version"] == "1.9.1" and info["cuda_version"] is None
+    assert info["python_version"] and info["device_name"]
+    assert info["threads"]["requested"] == 0 and info["threads"]["intra_op"] >= 1
+
+
+def test_threads_are_applied_before_import_and_reported(driven):
+    threads = driven("threads")
+    assert threads["applied_before_import"] and threads["omp_num_threads"] == str(THREADS)
+    assert threads["intra_op"] == THREADS and threads["inter_op"] == THREADS
+
+
+def test_cuda_unavailable_says_why(driven):
+    error = driven("cuda")
+    assert error and ("CPU-only build" in error or "sees no GPU" in error)
+
+
+def test_is_oom(driven):
+    assert driven("oom") == [True, True, True, False, False]
+
+
+# -- the whole harness -------------------------------------------------------------------------
+
+
+def test_the_orchestrator_never_imported_mxnet(sweep):
+    assert "mxnet" not in sys.modules
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_every_model_runs_through_the_harness(sweep, name):
+    rows, epochs, _, _ = sweep
+    row = next(r for r in rows if r["model"] == name and r["image_size"] == 64 and r["device"] == "cpu")
+    assert row["outcome"] == "ok", row["reason"] or row["stderr_tail"]
+    assert row["parameter_count"] == models.infer(models.build_arch(name, 3, 64))["parameters"]
+    assert row["steps_per_epoch"] == 16 // 4
+    assert row["median_epoch_seconds"] > 0 and row["images_per_second"] > 0
+    assert row["framework_version"] == "1.9.1"
+    assert [e["epoch"] for e in epochs if e["run_id"] == row["id"]] == [1]
+
+
+def test_threads_one_and_repeats_through_the_harness(sweep):
+    rows, epochs, _, _ = sweep
+    row = next(r for r in rows if r["threads"] == 1)
+    assert row["outcome"] == "ok" and row["optimizer"] == "rmsprop", row["reason"]
+    assert json.loads(row["thread_env"])["OMP_NUM_THREADS"] == "1"
+    applied = json.loads(row["threads_applied"])
+    assert applied["intra_op"] == 1 and applied["inter_op"] == 1
+    mine = [e for e in epochs if e["run_id"] == row["id"]]
+    assert [(e["repeat"], e["epoch"]) for e in mine] == [(0, 1), (1, 1)]
+    assert mine[0]["train_loss"] == pytest.approx(mine[1]["train_loss"], rel=1e-4)
+
+
+def test_cuda_through_the_harness_is_unavailable(sweep):
+    rows, _, _, crashes = sweep
+    row = next(r for r in rows if r["device"] == "cuda")
+    assert row["outcome"] == "unavailable" and "CPU-only build" in row["reason"]
+    assert "unavailable" in crashes
+
+
+def test_report_lists_every_run(sweep):
+    rows, _, report, _ = sweep
+    assert len(rows) == 7
+    for name in models.MODELS:
+        assert name in report
