@@ -34,6 +34,9 @@ DISTRIBUTIONS = {
 }
 # Frameworks whose only wheels need another Python than the orchestrator's.
 PYTHON_SERIES = {"singa": "3.6"}
+# The newest pip each old series can run. Needed because a package index may list pip releases
+# without their Requires-Python, and the venv's own pip (18.1 on 3.6) cannot read manylinux2014.
+PIP_FOR_SERIES = {"3.6": "pip<22"}
 
 
 def env_dir(override: str | Path | None = None) -> Path:
@@ -203,9 +206,8 @@ def setup(framework: str, root: str | Path | None = None, echo=log.info, python:
     echo(f"{framework}: creating {target} from {reqs.name}")
     _check_call([str(base), "-m", "venv", "--clear", str(target)], framework)
     pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    # The venv's own pip may predate the wheels' tags (Python 3.6 ships pip 18): upgrade it first;
-    # pip honours Requires-Python, so each series gets the newest pip it supports.
-    _check_call([*pip, "--upgrade", "pip"], framework)
+    # The venv's own pip may predate the wheels' tags (Python 3.6 ships pip 18): upgrade it first.
+    _check_call([*pip, "--upgrade", PIP_FOR_SERIES.get(PYTHON_SERIES.get(framework, ""), "pip")], framework)
     _check_call([*pip, "-r", str(reqs)], framework)
     marker.write_text(json.dumps({"requirements_hash": wanted, "requirements": reqs.name, "base": str(base)}))
     echo(f"{framework}: ready")

@@ -1,0 +1,608 @@
+"""Apache Singa adapter: translates workers.models architectures into singa layers and trains them.
+
+Runs on Python 3.6 (singa 3.0.0.dev1 is a cp36 wheel). singa is imported in setup() only. The
+training path is Singa's own fast path: a ``singa.model.Model`` compiled with ``use_graph=True``,
+whose first step buffers forward, loss, backward and the SGD update as a computational graph that
+every later step replays (``Device.RunGraph``) after the batch is copied into the input tensors.
+
+The wheel's generated SWIG binding does not match its own Python layer. The workarounds below are
+each named after the error they mend (docs/frameworks/singa.md has the evidence):
+
+- host <-> tensor copies: ``Tensor.CopyFloatDataFromHostPtr() missing 1 required positional
+  argument: 'num'`` (no numpy typemap was compiled in); ``_HostIO`` hands the C++ methods a real
+  ``float *`` / ``int *`` through SWIG's own pointer object;
+- ``TypeError: unsupported operand type(s) for /=`` inside softmax_cross_entropy: only the Python 2
+  ``__idiv__`` is bound;
+- ``TypeError: 'SwigPyObject' object is not iterable`` from batch normalisation: the CPU kernels
+  return a ``std::vector<singa::Tensor>`` that has no Python wrapper; ``_HostIO.unpack`` moves the
+  tensors out;
+- dropout: ``autograd.Dropout`` scales kept units by ``1 / 1 - ratio`` (= 1 - ratio), not
+  1 / (1 - ratio); ``_Dropout`` applies the inverted-dropout scale every other framework uses;
+- layers made outside a Model all name their parameters ``.W`` / ``.b``; ``opt.SGD`` keys its
+  momentum buffers by name, so the second layer's update reads the first one's buffer and
+  segfaults. Every parameter gets a unique name before the optimizer sees it.
+"""
+
+import ctypes
+import gc
+import os
+import platform
+
+from workers import data, models
+from workers.adapters import base
+
+_OOM_TEXT = ("out of memory", "bad_alloc", "cannot allocate memory")
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+_SINGA = {}  # the imported modules and the classes made from them, filled by _import()
+
+
+class Adapter(base.Adapter):
+    name = "singa"
+
+    def __init__(self, config):
+        super(Adapter, self).__init__(config)
+        self.dev = None
+        self.net = None
+        self.optimizer = None
+        self._params = []  # (name, tensor) of every trainable parameter, in build order
+        self._states = []  # tensors reset() restores: parameters and BN running statistics
+        self._initial = []  # device copies of _states at build time
+        self._tx = self._ty = None  # the graph's input tensors, refilled each step
+        self._loss_sum = None
+        self._steps = 0
+        self._arrays = None
+        self._x_epoch = self._y_epoch = None
+
+    # -- setup -----------------------------------------------------------------------------
+
+    def setup(self):
+        threads = int(self.config.get("threads") or 0)
+        if threads > 0:
+            # OpenMP (oneDNN's kernels) and OpenBLAS (dense layers) read these when they load.
+            for var in _THREAD_VARS:
+                os.environ[var] = str(threads)
+        if self.config["optimizer"] != "sgd":
+            raise base.Unsupported(
+                "optimizer {!r}: singa 3.0.0.dev1's singa.opt, the optimizer API of autograd and "
+                "Model training, has only SGD; Adam and RMSProp exist only in the deprecated "
+                "pre-autograd singa.optimizer (one apply_with_lr call per named parameter), whose "
+                "Adam counts steps in Python, which a buffered graph never re-runs".format(
+                    self.config["optimizer"]))
+        sg = _import()
+        if self.config["device"] == "cuda":
+            raise base.Unavailable(
+                "singa {} from PyPI is a CPU-only build (singa_wrap has no USE_CUDA; it was compiled "
+                "with {}); running on cuda needs a CUDA build of singa (from source, or Singa's "
+                "conda packages) in this environment".format(
+                    sg["version"], ", ".join(sorted(k for k in dir(sg["wrap"]) if k.startswith("USE_")))))
+        if self.config["device"] != "cpu":
+            raise base.Unsupported("device {!r} is not supported by the Singa adapter (cpu)".format(
+                self.config["device"]))
+        self.dev = sg["device"].get_default_device()
+        self.dev.SetRandSeed(int(self.config["seed"]))
+        return {
+            "framework_version": sg["version"],
+            "python_version": platform.python_version(),
+            "threads": _threads_report(threads),
+            "device_name": _cpu_name(),
+            "cuda_version": None,
+            "training_path": "singa.model.Model, use_graph=True (buffered graph replayed per step)",
+        }
+
+    # -- model -----------------------------------------------------------------------------
+
+    def build(self, arch):
+        import numpy as np
+
+        sg = _import()
+        self._release()
+        # Conv, pooling and BN handles are made for one input shape, batch size included.
+        size = int(self.config["batch_size"])
+        shape = tuple(arch["input"])
+        self._tx = sg["tensor"].Tensor((size,) + shape, self.dev, sg["tensor"].float32)
+        self._tx.set_value(0.0)
+        self._ty = sg["tensor"].Tensor((size,), self.dev, sg["tensor"].int32)
+        _HostIO.put(self._ty, np.zeros(size, dtype=np.int32))
+        self._loss_sum = sg["tensor"].Tensor((1,), self.dev)
+        self._loss_sum.set_value(0.0)
+        translator = _Translator(sg, self.dev, size)
+        steps, out = translator.layers(arch["layers"], shape)
+        if list(out) != [arch["classes"]]:
+            raise ValueError("{} ends in shape {}".format(arch["name"], list(out)))
+        self.optimizer = sg["opt"].SGD(lr=float(self.config["lr"]),
+                                       momentum=float(self.config.get("momentum") or 0.0))
+        self.net = sg["Net"](steps, self.optimizer, self._loss_sum)
+        # compile() runs the layers' lazy initialisation (their parameters appear here) inside a
+        # graph it then discards; training buffers its own graph on the first step.
+        self.net.compile([self._tx], is_train=True, use_graph=True, sequential=False)
+        self._params, self._states = translator.initialise(int(self.config["seed"]))
+        self._initial = [t.clone() for t in self._states]
+        self._steps = 0
+        return sum(t.size() for _, t in self._params)
+
+    def _release(self):
+        """Drop the previous model and its graph (a probe builds every model in one process)."""
+        if self.dev is not None:
+            self.dev.ResetGraph()
+        self.net = self.optimizer = None
+        self._params, self._states, self._initial = [], [], []
+        gc.collect()
+
+    def reset(self):
+        for tensor, initial in zip(self._states, self._initial):
+            tensor.copy_data(initial)
+        # A fresh SGD state, in place: the buffered graph holds these very tensors. PyTorch's first
+        # step sets the momentum buffer to the gradient; 0 * momentum + gradient is the same.
+        for moment in self.optimizer.moments.values():
+            moment.set_value(0.0)
+        self.optimizer.step_counter.set_value(0.0)
+        self.dev.SetRandSeed(int(self.config["seed"]))  # the same dropout masks every repeat
+        self._loss_sum.set_value(0.0)
+        self._steps = 0
+
+    # -- data ------------------------------------------------------------------------------
+
+    def load_data(self):
+        arrays = data.load(self.config)
+        self._arrays = {
+            "x_train": arrays["x_train"], "y_train": arrays["y_train"].astype("int32"),
+            "x_val": arrays["x_val"], "y_val": arrays["y_val"].astype("int32"),
+        }
+        return len(self._arrays["y_train"]), len(self._arrays["y_val"])
+
+    def prepare_epoch(self, order):
+        import numpy as np
+
+        size = self.config["batch_size"]
+        steps = len(order) // size
+        if steps == 0:
+            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
+                size, len(order)))
+        index = np.asarray(order[:steps * size], dtype=np.int64)
+        x, y = self._arrays["x_train"], self._arrays["y_train"]
+        shape = (steps, size) + x.shape[1:]
+        if self._x_epoch is None or self._x_epoch.shape != shape:
+            self._x_epoch = np.empty(shape, dtype=np.float32)
+            self._y_epoch = np.empty((steps, size), dtype=np.int32)
+        np.take(x, index, axis=0, out=self._x_epoch.reshape((-1,) + x.shape[1:]))
+        np.take(y, index, axis=0, out=self._y_epoch.reshape(-1))
+        return steps
+
+    # -- training --------------------------------------------------------------------------
+
+    def train_step(self, index):
+        _HostIO.put(self._tx, self._x_epoch[index])
+        _HostIO.put(self._ty, self._y_epoch[index])
+        self.net(self._tx, self._ty)  # the graph also adds the loss to _loss_sum
+        self._steps += 1
+
+    def synchronize(self):
+        self.dev.Sync()
+
+    def epoch_loss(self):
+        if not self._steps:
+            return float("nan")
+        value = float(_HostIO.get(self._loss_sum)[0]) / self._steps
+        self._loss_sum.set_value(0.0)
+        self._steps = 0
+        return value
+
+    def logits(self, x):
+        """Eval-mode forward of a batch of at most batch_size images; returns numpy logits."""
+        import numpy as np
+
+        size, n = self.config["batch_size"], len(x)
+        batch = x if n == size else np.concatenate(
+            [x, np.zeros((size - n,) + x.shape[1:], dtype=np.float32)])  # handles fix the batch size
+        _HostIO.put(self._tx, batch)
+        self.net.eval()
+        try:
+            return _HostIO.get(self.net(self._tx))[:n]
+        finally:
+            self.net.train()
+
+    def evaluate(self):
+        import numpy as np
+
+        x, y = self._arrays["x_val"], self._arrays["y_val"]
+        if len(y) == 0:
+            return float("nan"), float("nan")
+        total, correct, size = 0.0, 0, self.config["batch_size"]
+        for start in range(0, len(y), size):
+            logits = self.logits(x[start:start + size]).astype(np.float64)
+            labels = y[start:start + size]
+            top = logits.max(axis=1, keepdims=True)
+            log_z = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
+            total += float((log_z - logits[np.arange(len(labels)), labels]).sum())
+            correct += int((logits.argmax(axis=1) == labels).sum())
+        return total / len(y), correct / len(y)
+
+    def is_oom(self, exc):
+        if isinstance(exc, MemoryError):
+            return True
+        return isinstance(exc, RuntimeError) and any(t in str(exc).lower() for t in _OOM_TEXT)
+
+
+# -- setup helpers -------------------------------------------------------------------------
+
+
+def _import():
+    """Import singa once, apply the binding fixes and make the classes that subclass its own."""
+    if _SINGA:
+        return _SINGA
+    try:
+        import singa
+        from singa import autograd, device, layer, model, opt, singa_wrap, tensor
+    except ImportError as exc:
+        raise base.Unavailable("cannot import singa ({}); it needs Python 3.6 and its own "
+                               "environment: bench env setup singa".format(exc))
+    # softmax_cross_entropy divides in place with `/=`; the binding only has Python 2's __idiv__.
+    if not hasattr(singa_wrap.Tensor, "__itruediv__"):
+        singa_wrap.Tensor.__itruediv__ = singa_wrap.Tensor.__idiv__
+    _SINGA.update(version=getattr(singa, "__version__", "unknown"), wrap=singa_wrap, tensor=tensor,
+                  autograd=autograd, device=device, layer=layer, opt=opt)
+    _SINGA.update(_classes(autograd, layer, model, singa_wrap))
+    return _SINGA
+
+
+def _threads_report(requested):
+    """What was asked, and what the loaded OpenMP and OpenBLAS runtimes say they use."""
+    report = {"requested": requested, "env": {v: os.environ.get(v) for v in _THREAD_VARS}}
+    for key, library, symbol in (("openmp", "libgomp", "omp_get_max_threads"),
+                                 ("openblas", "libopenblas", "openblas_get_num_threads")):
+        path = _loaded_library(library)
+        try:
+            report[key] = int(getattr(ctypes.CDLL(path), symbol)()) if path else None
+        except (OSError, AttributeError):
+            report[key] = None
+    return report
+
+
+def _loaded_library(prefix):
+    """Path of the shared library whose file name starts with prefix in this process, if any."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith(prefix) and "/singa.libs/" in path:
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# -- host <-> device copies through the binding --------------------------------------------
+
+
+class _SwigType(ctypes.Structure):
+    """SWIG's swig_type_info; only `name` is read when a pointer argument is type-checked."""
+    _fields_ = [("name", ctypes.c_char_p), ("str", ctypes.c_char_p), ("dcast", ctypes.c_void_p),
+                ("cast", ctypes.c_void_p), ("clientdata", ctypes.c_void_p), ("owndata", ctypes.c_int)]
+
+
+class _SwigObject(ctypes.Structure):
+    """SWIG's SwigPyObject (pyrun.swg): the Python object that carries a C++ pointer."""
+    _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p),
+                ("ptr", ctypes.c_void_p), ("ty", ctypes.c_void_p), ("own", ctypes.c_int),
+                ("next", ctypes.c_void_p)]
+
+
+class _HostIO(object):
+    """Copies between numpy arrays and singa tensors with the binding's own C++ methods.
+
+    The wheel binds ``CopyFloatDataFromHostPtr(const float *src, size_t num)`` and
+    ``GetFloatValue(float *out, size_t num)`` without the numpy typemap its Python layer expects.
+    SWIG accepts any of its pointer objects whose type is named ``_p_float``: a pointer object of
+    ours (borrowed from a throw-away ``Shape``) is pointed at the array for the duration of the
+    call and restored before it can be freed.
+    """
+
+    TYPES = {"float32": _SwigType(b"_p_float", b"float *", None, None, None, 0),
+             "int32": _SwigType(b"_p_int", b"int *", None, None, None, 0)}
+
+    @classmethod
+    def _call(cls, method, array):
+        carrier = _SINGA["wrap"].Shape()
+        raw = _SwigObject.from_address(id(carrier.this))
+        saved = (raw.ptr, raw.ty, raw.own)
+        raw.ptr, raw.ty, raw.own = array.ctypes.data, ctypes.addressof(cls.TYPES[array.dtype.name]), 0
+        try:
+            return method(carrier.this, array.size)
+        finally:
+            raw.ptr, raw.ty, raw.own = saved
+
+    @classmethod
+    def put(cls, tensor, array):
+        """Copy a C-contiguous float32 or int32 array of the tensor's size into it."""
+        if array.size != tensor.size() or not array.flags["C_CONTIGUOUS"]:
+            raise ValueError("cannot copy a {} array into a tensor of shape {}".format(
+                array.shape, tensor.shape))
+        if array.dtype.name == "float32":
+            cls._call(tensor.data.CopyFloatDataFromHostPtr, array)
+        elif array.dtype.name == "int32":
+            cls._call(tensor.data.CopyIntDataFromHostPtr, array)
+        else:
+            raise TypeError("no copy for {} arrays".format(array.dtype))
+
+    @classmethod
+    def get(cls, tensor):
+        """A float32 numpy copy of a float tensor."""
+        import numpy as np
+
+        out = np.empty(tuple(tensor.shape), dtype=np.float32)
+        cls._call(tensor.data.GetFloatValue, out)
+        return out
+
+    @staticmethod
+    def unpack(vector, count):
+        """Move the tensors out of a returned ``std::vector<singa::Tensor> *`` (no wrapper exists).
+
+        The element size comes from the vector's own begin/end pointers; each element's bytes are
+        swapped with a fresh empty Tensor's, so the new Python-owned tensors hold the results and
+        the (unfreeable) vector is left holding empty tensors.
+        """
+        wrap, pointer = _SINGA["wrap"], ctypes.sizeof(ctypes.c_void_p)
+        address = _SwigObject.from_address(id(vector)).ptr
+        begin = ctypes.c_void_p.from_address(address).value
+        end = ctypes.c_void_p.from_address(address + pointer).value
+        if count == 0 or (end - begin) % count:
+            raise RuntimeError("unexpected std::vector<Tensor> layout ({} bytes for {} tensors)".format(
+                end - begin, count))
+        size = (end - begin) // count
+        # SWIG would report the vector as a leak when its proxy dies; the leak is known (the vector
+        # and `count` emptied tensors, once per kernel call: once per graph buffering) and
+        # documented, so the proxy is told it owns nothing.
+        _SwigObject.from_address(id(vector)).own = 0
+        scratch = ctypes.create_string_buffer(size)
+        tensors = []
+        for i in range(count):
+            fresh = wrap.Tensor()
+            own = _SwigObject.from_address(id(fresh.this)).ptr
+            ctypes.memmove(scratch, own, size)
+            ctypes.memmove(own, begin + i * size, size)
+            ctypes.memmove(begin + i * size, scratch, size)
+            tensors.append(fresh)
+        return tensors
+
+
+# -- classes built on singa's own ----------------------------------------------------------
+
+
+def _classes(autograd, layer, model, wrap):
+    """Dropout, batch norm and the Model subclass, defined once singa is imported."""
+
+    class Dropout(autograd.Dropout):
+        """autograd.Dropout with the inverted-dropout scale 1 / (1 - ratio)."""
+
+        def forward(self, x):
+            if autograd.training:
+                self.scale = 1.0 / (1.0 - self.ratio)
+                self.mask = wrap.Tensor(list(x.shape()), x.device())
+                wrap.Bernoulli(1.0 - self.ratio, self.mask)
+                x = wrap.MultFloat(wrap.__mul__(self.mask, x), self.scale)
+            return x
+
+    class BatchNormOp(autograd._BatchNorm2d):
+        """Singa's CPU batch norm, with its vector-returning kernels unpacked."""
+
+        def forward(self, x, scale, bias):
+            if not autograd.training:
+                return wrap.CpuBatchNormForwardInference(
+                    self.handle, x, scale, bias, self.running_mean, self.running_var)
+            y, mean, var = _HostIO.unpack(wrap.CpuBatchNormForwardTraining(
+                self.handle, x, scale, bias, self.running_mean, self.running_var), 3)
+            self.cache = (x, scale, mean, var, y, bias)
+            return y
+
+        def backward(self, dy):
+            x, scale, mean, var, y, bias = self.cache
+            return tuple(_HostIO.unpack(wrap.CpuBatchNormBackwardx(
+                self.handle, y, dy, x, scale, bias, mean, var), 3))
+
+    class BatchNorm(layer.BatchNorm2d):
+        def forward(self, x):
+            return BatchNormOp(self.handle, self.running_mean, self.running_var)(
+                x, self.scale, self.bias)[0]
+
+    class ConvOp(autograd._Conv2d):
+        """A bias-free convolution that reads a zero bias owned by its layer.
+
+        autograd._Conv2d makes a temporary zero bias tensor for every bias-free forward; a graph
+        buffered from it replays a read of that freed tensor and segfaults on the first step.
+        """
+
+        def __init__(self, handle, zero):
+            super(ConvOp, self).__init__(handle)
+            self.zero = zero
+
+        def forward(self, x, W):
+            if autograd.training:
+                self.inputs = (x, W)
+            return wrap.CpuConvForward(x, W, self.zero, self.handle)
+
+    class Conv(layer.Conv2d):
+        zero = None
+
+        def forward(self, x):
+            if self.bias:
+                return autograd.conv2d(self.handle, x, self.W, self.b)
+            if self.zero is None:
+                graph = x.device.graph_enabled()
+                x.device.EnableGraph(False)  # made now, not buffered
+                self.zero = wrap.Tensor((self.nb_kernels,), x.device)
+                self.zero.SetFloatValue(0.0)
+                x.device.EnableGraph(graph)
+            return ConvOp(self.handle, self.zero)(x, self.W)[0]
+
+    class Net(model.Model):
+        """The translated layer list as a Model: its train_one_batch is what the graph buffers."""
+
+        def __init__(self, steps, optimizer, loss_sum):
+            super(Net, self).__init__()
+            self.steps, self.optimizer, self.loss_sum = steps, optimizer, loss_sum
+
+        def forward(self, x):
+            for step in self.steps:
+                x = step(x)
+            return x
+
+        def train_one_batch(self, x, y):
+            out = self.forward(x)
+            loss = autograd.softmax_cross_entropy(out, y)
+            self.optimizer(loss)
+            self.loss_sum += loss  # buffered too: the loss never leaves the device per step
+            return out, loss
+
+    return {"Conv": Conv, "Dropout": Dropout, "BatchNorm": BatchNorm, "Net": Net}
+
+
+# -- translation of workers.models data into singa -----------------------------------------
+
+
+class _Translator(object):
+    """Turns layer lists into callables on singa tensors and remembers what INIT applies to."""
+
+    def __init__(self, sg, dev, batch_size):
+        self.sg, self.dev, self.batch_size = sg, dev, batch_size
+        self.made = []  # (node, layer object, input channels) for initialise()
+
+    def layers(self, layers, shape):
+        steps = []
+        for node in layers:
+            steps.append(self.step(node, shape))
+            shape = models.out_shape(node, shape)
+        return steps, shape
+
+    def step(self, node, shape):
+        sg, op = self.sg, node["op"]
+        ag, layer = sg["autograd"], sg["layer"]
+        if op == "conv":
+            if node["groups"] != 1:
+                raise base.Unsupported(
+                    "grouped convolution (groups={}): singa {}'s Conv2d raises 'Not implemented "
+                    "yet' for group != 1 on CPU, and its oneDNN CPU kernel is built for groups=1 "
+                    "only".format(node["groups"], sg["version"]))
+            return self.keep(node, shape, sg["Conv"](
+                node["out"], node["kernel"], stride=node["stride"], padding=node["padding"],
+                bias=node["bias"]))
+        if op == "dense":
+            return self.keep(node, shape, layer.Linear(node["out"], bias=node["bias"]))
+        if op == "bn":
+            if abs(node["eps"] - 1e-5) > 1e-12:
+                raise base.Unsupported("batch norm eps {}: singa's CPU kernel fixes it at 1e-5".format(
+                    node["eps"]))
+            # Singa's CPU factor is the new batch's weight: PyTorch's momentum convention.
+            return self.keep(node, shape, sg["BatchNorm"](momentum=node["momentum"]))
+        if op == "relu":
+            return ag.relu
+        if op == "relu6":
+            return lambda x: ag.clip(x, 0.0, 6.0)
+        if op == "maxpool":
+            return layer.MaxPool2d(node["kernel"], node["stride"], node["padding"])
+        if op == "adaptive_avgpool":
+            return self.adaptive_avgpool(shape, node["size"])
+        if op == "global_avgpool":
+            return lambda x: ag.flatten(ag.globalaveragepool(x), 1)
+        if op == "flatten":
+            return lambda x: ag.flatten(x, 1)
+        if op == "dropout":
+            dropout, ratio = sg["Dropout"], node["p"]
+            return lambda x: dropout(ratio)(x)[0]
+        if op == "residual":
+            return self.residual(node, shape)
+        raise base.Unsupported("layer op {!r} is not supported by the Singa adapter".format(op))
+
+    def keep(self, node, shape, made):
+        self.made.append((node, made, shape[0]))
+        return made
+
+    def residual(self, node, shape):
+        body = self.layers(node["body"], shape)[0]
+        shortcut = self.layers(node["shortcut"], shape)[0]
+        ag, post = self.sg["autograd"], node["post"]
+
+        def run(x):
+            out, short = x, x
+            for step in body:
+                out = step(out)
+            for step in shortcut:
+                short = step(short)
+            out = ag.add(out, short)
+            return ag.relu(out) if post == "relu" else out
+
+        return run
+
+    def adaptive_avgpool(self, shape, size):
+        """PyTorch's adaptive average pooling as one product with a fixed (H*W, size*size) matrix.
+
+        Singa has no adaptive pooling; its bins (start floor(i*H/s), end ceil((i+1)*H/s)) need not
+        be equal or disjoint, which AvgPool2d cannot express (e.g. AlexNet's 1x1 map to 6x6).
+        """
+        import numpy as np
+
+        channels, height, width = shape
+        if (height, width) == (size, size):
+            return lambda x: x
+        pool = np.zeros((height * width, size * size), dtype=np.float32)
+        for i in range(size):
+            rows = range(i * height // size, -(-(i + 1) * height // size))
+            for j in range(size):
+                cols = range(j * width // size, -(-(j + 1) * width // size))
+                for r in rows:
+                    for c in cols:
+                        pool[r * width + c, i * size + j] = 1.0 / (len(rows) * len(cols))
+        matrix = self.sg["tensor"].Tensor(pool.shape, self.dev, requires_grad=False, stores_grad=False)
+        _HostIO.put(matrix, pool)
+        ag, n = self.sg["autograd"], self.batch_size
+
+        def run(x):
+            flat = ag.reshape(x, (n * channels, height * width))
+            return ag.reshape(ag.matmul(flat, matrix), (n, channels, size, size))
+
+        return run
+
+    def initialise(self, seed):
+        """Apply models.INIT to every parameter (seeded); name them; return (params, states)."""
+        self.dev.SetRandSeed(seed)
+        params, states = [], []
+        for index, (node, made, in_channels) in enumerate(self.made):
+            bn = node["op"] == "bn"
+            names = {"weight": "scale", "bias": "bias"} if bn else {"weight": "W", "bias": "b"}
+            fans = None if bn else models.fans(node, in_channels)
+            for rule_name, rule in sorted(models.INIT[node["op"]].items()):
+                tensor = getattr(made, names[rule_name], None)
+                if tensor is None:
+                    continue
+                _apply_rule(tensor, rule, fans)
+                tensor.name = "{}.{}.{}".format(index, node["op"], names[rule_name])
+                params.append((tensor.name, tensor))
+                states.append(tensor)
+            if bn:
+                made.running_mean.set_value(0.0)
+                made.running_var.set_value(1.0)
+                states += [made.running_mean, made.running_var]
+        return params, states
+
+
+def _apply_rule(tensor, rule, fans):
+    if rule["distribution"] == "constant":
+        tensor.set_value(rule["value"])
+    elif rule["distribution"] == "normal":
+        tensor.gaussian(rule["mean"], models.init_scale(rule["scale"], *fans))
+    elif rule["distribution"] == "uniform":
+        bound = models.init_scale(rule["scale"], *fans)
+        tensor.uniform(-bound, bound)
+    else:
+        raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
+
