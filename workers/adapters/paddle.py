@@ -1,0 +1,411 @@
+"""PaddlePaddle adapter: translates workers.models architectures into paddle.nn layers and trains them.
+
+paddle is imported in setup() only, so this module imports anywhere. Training runs in Paddle 3's
+default dynamic graph (eager): docs/frameworks/paddle.md gives the measurements against
+paddle.jit.to_static behind that choice. Batches are made into tensors before the clock starts and
+the loss is summed in a tensor, never read per step. Paddle's defaults that differ from the
+benchmark's scheme (initialisers, BatchNorm momentum, RMSProp's epsilon and rho) are set explicitly.
+"""
+
+import ctypes
+import gc
+import os
+import platform
+import re
+import warnings
+
+from workers import data, models
+from workers.adapters import base
+
+_OOM_TEXT = ("out of memory", "resourceexhausted", "cannot allocate memory")
+_RESIDUAL = []  # the Residual nn.Layer class, made once paddle is imported
+_NOTICES = ("No ccache found", "When training, we now always track global mean and variance")
+# Paddle's RMSProp adds epsilon INSIDE the square root (g / sqrt(v + eps)); PyTorch adds it
+# outside (g / (sqrt(v) + eps), eps 1e-8). eps**2 inside gives the same floor of 1e-8 on the
+# denominator and the same step wherever v >> eps**2 (measured: docs/frameworks/paddle.md).
+_TORCH_EPS = 1e-8
+_RMSPROP_EPS = _TORCH_EPS ** 2
+
+
+class Adapter(base.Adapter):
+    name = "paddle"
+    # "eager" (dynamic graph, Paddle 3's default) or "to_static" (forward converted to a static
+    # program by paddle.jit.to_static); switchable for the measurements in the docs.
+    training_path = "eager"
+
+    def __init__(self, config):
+        super(Adapter, self).__init__(config)
+        self.paddle = None
+        self.cuda = False
+        self.place = None
+        self.model = None
+        self.forward = None  # the model, or its to_static conversion
+        self.optimizer = None
+        self._trainable = []
+        self._initial = None  # copy of the initial state_dict (host memory), for reset()
+        self._loss_sum = None
+        self._steps = 0
+        self._x = self._y = self._x_val = self._y_val = None  # numpy arrays from load_data()
+        self._batches = []
+
+    # -- setup -----------------------------------------------------------------------------
+
+    def setup(self):
+        threads = int(self.config.get("threads") or 0)
+        omp_env = _before_import(threads)
+        try:
+            import paddle
+        except ImportError as exc:
+            raise base.Unavailable("cannot import paddle ({}); install it in this environment "
+                                   "(bench env setup paddle)".format(exc)) from exc
+        self.paddle = paddle
+        info = {
+            "framework_version": paddle.__version__,
+            "python_version": platform.python_version(),
+            "threads": _apply_threads(paddle, threads, omp_env),
+            "cuda_version": _cuda_version(paddle),
+            "with_mkl": getattr(paddle.version, "with_mkl", None),
+            "training_path": self.training_path,
+        }
+        if self.config["device"] == "cuda":
+            _check_cuda(paddle)
+            self.cuda = True
+            self.place = paddle.CUDAPlace(0)
+            paddle.set_device("gpu:0")
+            info.update(device_name=paddle.device.cuda.get_device_name(0),
+                        cudnn_version=paddle.get_cudnn_version())
+        elif self.config["device"] == "cpu":
+            self.place = paddle.CPUPlace()
+            paddle.set_device("cpu")
+            info["device_name"] = _cpu_name()
+        else:
+            raise base.Unsupported("device {!r} is not supported by the Paddle adapter "
+                                   "(cpu or cuda)".format(self.config["device"]))
+        paddle.seed(self.config["seed"])
+        return info
+
+    # -- model -----------------------------------------------------------------------------
+
+    def build(self, arch):
+        paddle = self.paddle
+        self._release()
+        # Seed here too: the initialisers draw from the global generator as layers are made.
+        paddle.seed(self.config["seed"])
+        model, shape = _sequential(paddle, arch["layers"], tuple(arch["input"]))
+        if list(shape) != [arch["classes"]]:
+            raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
+        model.train()
+        self.model = model
+        # BatchNorm's running mean and variance are parameters too, with trainable False.
+        self._trainable = [p for p in model.parameters() if p.trainable and not p.stop_gradient]
+        self._initial = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+        if self.training_path == "to_static":
+            self.forward = paddle.jit.to_static(model, full_graph=True)
+        else:
+            self.forward = model
+        self.optimizer = self._make_optimizer()
+        self._loss_sum = paddle.zeros([], dtype="float32")
+        self._steps = 0
+        return sum(_numel(p) for p in self._trainable)
+
+    def _release(self):
+        """Drop the previous model (a probe builds all five in one process)."""
+        self.model = self.forward = self.optimizer = self._initial = None
+        self._trainable = []
+        gc.collect()
+        if self.cuda:
+            self.paddle.device.cuda.empty_cache()
+
+    def _make_optimizer(self):
+        opt, cfg, params = self.paddle.optimizer, self.config, self._trainable
+        if cfg["optimizer"] == "sgd":
+            momentum = cfg.get("momentum") or 0.0
+            if momentum:
+                # velocity = mu * velocity + g; p -= lr * velocity: PyTorch's SGD (dampening 0).
+                return opt.Momentum(learning_rate=cfg["lr"], momentum=momentum, parameters=params)
+            return opt.SGD(learning_rate=cfg["lr"], parameters=params)
+        if cfg["optimizer"] == "adam":
+            # Paddle's defaults already equal PyTorch's; written out so that stays true.
+            return opt.Adam(learning_rate=cfg["lr"], beta1=0.9, beta2=0.999, epsilon=_TORCH_EPS,
+                            parameters=params)
+        if cfg["optimizer"] == "rmsprop":
+            # Paddle's defaults are rho 0.95, epsilon 1e-6; PyTorch's alpha is 0.99.
+            return opt.RMSProp(learning_rate=cfg["lr"], rho=0.99, epsilon=_RMSPROP_EPS,
+                               momentum=0.0, centered=False, parameters=params)
+        raise base.Unsupported("optimizer {!r} is not supported by the Paddle adapter".format(
+            cfg["optimizer"]))
+
+    def reset(self):
+        # Reseed too: every repeat then draws the same dropout masks, so repeats are comparable.
+        self.paddle.seed(self.config["seed"])
+        self.model.set_state_dict(self._initial)
+        self.model.train()
+        self.optimizer = self._make_optimizer()
+        self._loss_sum.zero_()
+        self._steps = 0
+
+    # -- data ------------------------------------------------------------------------------
+
+    def load_data(self):
+        arrays = data.load(self.config)
+        self._x, self._y = arrays["x_train"], arrays["y_train"]
+        self._x_val, self._y_val = arrays["x_val"], arrays["y_val"]
+        return len(self._y), len(self._y_val)
+
+    def prepare_epoch(self, order):
+        import numpy as np
+
+        size = self.config["batch_size"]
+        steps = len(order) // size
+        if steps == 0:
+            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
+                size, len(order)))
+        self.synchronize()  # the previous epoch's copies may still read the old batches
+        self._batches = []
+        index = np.asarray(order[:steps * size], dtype=np.int64)
+        x, y = self._x[index], self._y[index]
+        # Pinned host memory lets the host->device copy in train_step run asynchronously.
+        place = self.paddle.CUDAPinnedPlace() if self.cuda else self.place
+        to_tensor = self.paddle.to_tensor
+        for start in range(0, steps * size, size):
+            self._batches.append((to_tensor(x[start:start + size], place=place),
+                                  to_tensor(y[start:start + size], place=place)))
+        return steps
+
+    # -- training --------------------------------------------------------------------------
+
+    def train_step(self, index):
+        x, y = self._batches[index]
+        if self.cuda:
+            x, y = x.cuda(blocking=False), y.cuda(blocking=False)
+        loss = self.paddle.nn.functional.cross_entropy(self.forward(x), y)
+        loss.backward()
+        self.optimizer.step()
+        # set_to_zero=False releases the gradients (PyTorch's set_to_none) instead of zeroing.
+        self.optimizer.clear_grad(set_to_zero=False)
+        self._loss_sum.add_(loss.detach())  # stays a tensor: no read-back per step
+        self._steps += 1
+
+    def synchronize(self):
+        if self.cuda:
+            self.paddle.device.synchronize()
+
+    def epoch_loss(self):
+        if not self._steps:
+            return float("nan")
+        value = float(self._loss_sum) / self._steps
+        self._loss_sum.zero_()
+        self._steps = 0
+        return value
+
+    def evaluate(self):
+        paddle, size, n = self.paddle, self.config["batch_size"], len(self._y_val)
+        if n == 0:
+            return float("nan"), float("nan")
+        cross_entropy = paddle.nn.functional.cross_entropy
+        total = paddle.zeros([], dtype="float64")
+        correct = paddle.zeros([], dtype="int64")
+        self.model.eval()
+        try:
+            with paddle.no_grad():
+                for start in range(0, n, size):
+                    x = paddle.to_tensor(self._x_val[start:start + size], place=self.place)
+                    y = paddle.to_tensor(self._y_val[start:start + size], place=self.place)
+                    logits = self.forward(x)
+                    total += cross_entropy(logits, y, reduction="sum").astype("float64")
+                    correct += (logits.argmax(axis=1) == y).astype("int64").sum()
+        finally:
+            self.model.train()
+        return float(total) / n, int(correct) / n
+
+    def is_oom(self, exc):
+        # Paddle raises its ResourceExhausted errors (host and device) as MemoryError.
+        if isinstance(exc, MemoryError):
+            return True
+        text = str(exc).lower().replace(" ", "")
+        return isinstance(exc, RuntimeError) and any(t.replace(" ", "") in text for t in _OOM_TEXT)
+
+
+# -- setup helpers -------------------------------------------------------------------------
+
+
+def _before_import(threads):
+    """Environment Paddle reads at import: thread counts, and its import-time noise.
+
+    Returns OMP_NUM_THREADS as it was before import (Paddle sets it to 1 when it is unset).
+    """
+    omp_env = os.environ.get("OMP_NUM_THREADS")
+    if threads > 0:
+        # The orchestrator already set OMP_NUM_THREADS; a direct caller may not have. Paddle's
+        # own count (FLAGS_paddle_num_threads, default 1) is read from the environment at import.
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        os.environ["FLAGS_paddle_num_threads"] = str(threads)
+    # Two notices, nothing else: paddle.utils.cpp_extension says at every import that ccache (a
+    # compiler cache for custom C++ operators, unused here) is missing, and BatchNorm's forward
+    # says in training that it tracks running statistics (which the benchmark wants).
+    for text in _NOTICES:
+        warnings.filterwarnings("ignore", message=text, category=UserWarning)
+    # glog INFO lines (the static-graph executor announces itself); warnings and errors stay.
+    os.environ.setdefault("GLOG_minloglevel", "1")
+    return omp_env
+
+
+def _apply_threads(paddle, n, omp_env):
+    """Apply threads > 0; report what Paddle's flag and its OpenMP runtime say it uses.
+
+    Paddle has no getter for its thread count: the OpenMP runtime it ships (libiomp5, which its
+    MKL and oneDNN kernels use) is asked directly. Paddle has no separate inter-op pool in eager.
+    """
+    applied = {"requested": n, "omp_num_threads_env_before_import": omp_env,
+               "omp_num_threads_env": os.environ.get("OMP_NUM_THREADS")}
+    if n > 0:
+        paddle.framework.core.set_num_threads(n)
+        applied["set_num_threads"] = n
+    applied["paddle_num_threads_flag"] = paddle.get_flags(
+        ["FLAGS_paddle_num_threads"])["FLAGS_paddle_num_threads"]
+    applied["intra_op"] = _omp_max_threads()
+    applied["inter_op"] = None
+    return applied
+
+
+def _omp_max_threads():
+    """omp_get_max_threads() of the OpenMP runtime loaded in this process, or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return None
+    for name in ("libiomp5", "libgomp"):
+        found = re.search(r"(/\S*" + name + r"[^/\s]*\.so[^/\s]*)", maps)
+        if found:
+            try:
+                return int(ctypes.CDLL(found.group(1)).omp_get_max_threads())
+            except (OSError, AttributeError):
+                continue
+    return None
+
+
+def _cuda_version(paddle):
+    version = paddle.version.cuda()
+    return None if version in (None, "False", False) else str(version)
+
+
+def _check_cuda(paddle):
+    if not paddle.is_compiled_with_cuda():
+        raise base.Unavailable(
+            "paddlepaddle {} is a CPU-only build; install the CUDA build (the paddlepaddle-gpu "
+            "wheel of the same version, from Paddle's CUDA package index) in this environment "
+            "to run on cuda".format(paddle.__version__))
+    if paddle.device.cuda.device_count() == 0:
+        raise base.Unavailable(
+            "paddlepaddle {} is built with CUDA {} but no CUDA device is visible; check the NVIDIA "
+            "driver (nvidia-smi) and CUDA_VISIBLE_DEVICES".format(
+                paddle.__version__, _cuda_version(paddle)))
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _numel(tensor):
+    count = 1
+    for dim in tensor.shape:
+        count *= int(dim)
+    return count
+
+
+# -- translation of workers.models data into paddle.nn -------------------------------------
+
+
+def _sequential(paddle, layers, shape):
+    """paddle.nn.Sequential for a layer list, and its output shape."""
+    made = []
+    for node in layers:
+        made.append(_layer(paddle, node, shape))
+        shape = models.out_shape(node, shape)
+    return paddle.nn.Sequential(*made), shape
+
+
+def _layer(paddle, node, shape):
+    nn, op = paddle.nn, node["op"]
+    if op == "conv":
+        weight, bias = _attrs(paddle, op, models.fans(node, shape[0]), node["bias"])
+        return nn.Conv2D(shape[0], node["out"], node["kernel"], stride=node["stride"],
+                         padding=node["padding"], groups=node["groups"],
+                         weight_attr=weight, bias_attr=bias)
+    if op == "dense":
+        # Paddle stores the weight as (in, out); Glorot's bound is symmetric in the fans.
+        weight, bias = _attrs(paddle, op, models.fans(node, shape[0]), node["bias"])
+        return nn.Linear(shape[0], node["out"], weight_attr=weight, bias_attr=bias)
+    if op == "bn":
+        norm = nn.BatchNorm2D if len(shape) == 3 else nn.BatchNorm1D
+        weight, bias = _attrs(paddle, op, None, True)
+        # Paddle's momentum is the weight of the running statistic: 1 - PyTorch's.
+        return norm(shape[0], momentum=1.0 - node["momentum"], epsilon=node["eps"],
+                    weight_attr=weight, bias_attr=bias)
+    if op == "relu":
+        return nn.ReLU()
+    if op == "relu6":
+        return nn.ReLU6()
+    if op == "maxpool":
+        return nn.MaxPool2D(node["kernel"], node["stride"], node["padding"])
+    if op == "adaptive_avgpool":
+        return nn.AdaptiveAvgPool2D(node["size"])
+    if op == "global_avgpool":
+        return nn.Sequential(nn.AdaptiveAvgPool2D(1), nn.Flatten())
+    if op == "flatten":
+        return nn.Flatten()
+    if op == "dropout":
+        # Paddle's default mode, upscale_in_train, is PyTorch's inverted dropout.
+        return nn.Dropout(node["p"])
+    if op == "residual":
+        body = _sequential(paddle, node["body"], shape)[0]
+        shortcut = _sequential(paddle, node["shortcut"], shape)[0] if node["shortcut"] else None
+        post = nn.ReLU() if node["post"] == "relu" else None
+        return _residual_class(paddle)(body, shortcut, post)
+    raise base.Unsupported("layer op {!r} is not supported by the Paddle adapter".format(op))
+
+
+def _attrs(paddle, op, fans, with_bias):
+    """(weight_attr, bias_attr) applying models.INIT; bias_attr False when there is no bias."""
+    made = {}
+    for name, rule in models.INIT[op].items():
+        made[name] = paddle.ParamAttr(initializer=_initializer(paddle.nn.initializer, rule, fans))
+    return made["weight"], (made["bias"] if with_bias else False)
+
+
+def _initializer(init, rule, fans):
+    if rule["distribution"] == "constant":
+        return init.Constant(rule["value"])
+    if rule["distribution"] == "normal":
+        return init.Normal(rule["mean"], models.init_scale(rule["scale"], *fans))
+    if rule["distribution"] == "uniform":
+        bound = models.init_scale(rule["scale"], *fans)
+        return init.Uniform(-bound, bound)
+    raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
+
+
+def _residual_class(paddle):
+    if not _RESIDUAL:
+
+        class Residual(paddle.nn.Layer):
+            """body(x) + shortcut(x), then post; no shortcut is the identity."""
+
+            def __init__(self, body, shortcut, post):
+                super().__init__()
+                self.body, self.shortcut, self.post = body, shortcut, post
+
+            def forward(self, x):
+                out = self.body(x)
+                out = out + (x if self.shortcut is None else self.shortcut(x))
+                return out if self.post is None else self.post(out)
+
+        _RESIDUAL.append(Residual)
+    return _RESIDUAL[0]
