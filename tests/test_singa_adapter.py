@@ -59,7 +59,7 @@ DRIVER = textwrap.dedent(
     def check_ops():
         # the binding workarounds against numpy: host copies, the loss, adaptive pooling
         a, _ = adapter(batch_size=2)
-        sg, io = adapter_module._import(), adapter_module._HostIO
+        sg, io = adapter_module._import(), adapter_module.HostIO
         x = np.random.RandomState(0).randn(2, 3, 5, 5).astype(np.float32)
         t = sg["tensor"].Tensor(x.shape, a.dev)
         io.put(t, x)
@@ -90,7 +90,7 @@ DRIVER = textwrap.dedent(
                 "numpy_loss": float(-(z[0, 2] + z[1, 0]) / 2), "pool_error": pooled}
 
     def values(a):
-        io = adapter_module._HostIO
+        io = adapter_module.HostIO
         return [io.get(t) for t in a._states]
 
     def same(v1, v2):

@@ -9,12 +9,12 @@ The wheel's generated SWIG binding does not match its own Python layer. The work
 each named after the error they mend (docs/frameworks/singa.md has the evidence):
 
 - host <-> tensor copies: ``Tensor.CopyFloatDataFromHostPtr() missing 1 required positional
-  argument: 'num'`` (no numpy typemap was compiled in); ``_HostIO`` hands the C++ methods a real
+  argument: 'num'`` (no numpy typemap was compiled in); ``HostIO`` hands the C++ methods a real
   ``float *`` / ``int *`` through SWIG's own pointer object;
 - ``TypeError: unsupported operand type(s) for /=`` inside softmax_cross_entropy: only the Python 2
   ``__idiv__`` is bound;
 - ``TypeError: 'SwigPyObject' object is not iterable`` from batch normalisation: the CPU kernels
-  return a ``std::vector<singa::Tensor>`` that has no Python wrapper; ``_HostIO.unpack`` moves the
+  return a ``std::vector<singa::Tensor>`` that has no Python wrapper; ``HostIO.unpack`` moves the
   tensors out;
 - dropout: ``autograd.Dropout`` scales kept units by ``1 / 1 - ratio`` (= 1 - ratio), not
   1 / (1 - ratio); ``_Dropout`` applies the inverted-dropout scale every other framework uses;
@@ -30,6 +30,7 @@ import platform
 
 from workers import data, models
 from workers.adapters import base
+from workers.adapters.singa_binding import HostIO
 
 _OOM_TEXT = ("out of memory", "bad_alloc", "cannot allocate memory")
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -102,7 +103,7 @@ class Adapter(base.Adapter):
         self._tx = sg["tensor"].Tensor((size,) + shape, self.dev, sg["tensor"].float32)
         self._tx.set_value(0.0)
         self._ty = sg["tensor"].Tensor((size,), self.dev, sg["tensor"].int32)
-        _HostIO.put(self._ty, np.zeros(size, dtype=np.int32))
+        HostIO.put(self._ty, np.zeros(size, dtype=np.int32))
         self._loss_sum = sg["tensor"].Tensor((1,), self.dev)
         self._loss_sum.set_value(0.0)
         translator = _Translator(sg, self.dev, size)
@@ -171,8 +172,8 @@ class Adapter(base.Adapter):
     # -- training --------------------------------------------------------------------------
 
     def train_step(self, index):
-        _HostIO.put(self._tx, self._x_epoch[index])
-        _HostIO.put(self._ty, self._y_epoch[index])
+        HostIO.put(self._tx, self._x_epoch[index])
+        HostIO.put(self._ty, self._y_epoch[index])
         self.net(self._tx, self._ty)  # the graph also adds the loss to _loss_sum
         self._steps += 1
 
@@ -182,7 +183,7 @@ class Adapter(base.Adapter):
     def epoch_loss(self):
         if not self._steps:
             return float("nan")
-        value = float(_HostIO.get(self._loss_sum)[0]) / self._steps
+        value = float(HostIO.get(self._loss_sum)[0]) / self._steps
         self._loss_sum.set_value(0.0)
         self._steps = 0
         return value
@@ -194,10 +195,10 @@ class Adapter(base.Adapter):
         size, n = self.config["batch_size"], len(x)
         batch = x if n == size else np.concatenate(
             [x, np.zeros((size - n,) + x.shape[1:], dtype=np.float32)])  # handles fix the batch size
-        _HostIO.put(self._tx, batch)
+        HostIO.put(self._tx, batch)
         self.net.eval()
         try:
-            return _HostIO.get(self.net(self._tx))[:n]
+            return HostIO.get(self.net(self._tx))[:n]
         finally:
             self.net.train()
 
@@ -239,6 +240,7 @@ def _import():
     # softmax_cross_entropy divides in place with `/=`; the binding only has Python 2's __idiv__.
     if not hasattr(singa_wrap.Tensor, "__itruediv__"):
         singa_wrap.Tensor.__itruediv__ = singa_wrap.Tensor.__idiv__
+    HostIO.wrap = singa_wrap
     _SINGA.update(version=getattr(singa, "__version__", "unknown"), wrap=singa_wrap, tensor=tensor,
                   autograd=autograd, device=device, layer=layer, opt=opt)
     _SINGA.update(_classes(autograd, layer, model, singa_wrap))
@@ -282,100 +284,6 @@ def _cpu_name():
     return platform.processor() or platform.machine()
 
 
-# -- host <-> device copies through the binding --------------------------------------------
-
-
-class _SwigType(ctypes.Structure):
-    """SWIG's swig_type_info; only `name` is read when a pointer argument is type-checked."""
-    _fields_ = [("name", ctypes.c_char_p), ("str", ctypes.c_char_p), ("dcast", ctypes.c_void_p),
-                ("cast", ctypes.c_void_p), ("clientdata", ctypes.c_void_p), ("owndata", ctypes.c_int)]
-
-
-class _SwigObject(ctypes.Structure):
-    """SWIG's SwigPyObject (pyrun.swg): the Python object that carries a C++ pointer."""
-    _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p),
-                ("ptr", ctypes.c_void_p), ("ty", ctypes.c_void_p), ("own", ctypes.c_int),
-                ("next", ctypes.c_void_p)]
-
-
-class _HostIO(object):
-    """Copies between numpy arrays and singa tensors with the binding's own C++ methods.
-
-    The wheel binds ``CopyFloatDataFromHostPtr(const float *src, size_t num)`` and
-    ``GetFloatValue(float *out, size_t num)`` without the numpy typemap its Python layer expects.
-    SWIG accepts any of its pointer objects whose type is named ``_p_float``: a pointer object of
-    ours (borrowed from a throw-away ``Shape``) is pointed at the array for the duration of the
-    call and restored before it can be freed.
-    """
-
-    TYPES = {"float32": _SwigType(b"_p_float", b"float *", None, None, None, 0),
-             "int32": _SwigType(b"_p_int", b"int *", None, None, None, 0)}
-
-    @classmethod
-    def _call(cls, method, array):
-        carrier = _SINGA["wrap"].Shape()
-        raw = _SwigObject.from_address(id(carrier.this))
-        saved = (raw.ptr, raw.ty, raw.own)
-        raw.ptr, raw.ty, raw.own = array.ctypes.data, ctypes.addressof(cls.TYPES[array.dtype.name]), 0
-        try:
-            return method(carrier.this, array.size)
-        finally:
-            raw.ptr, raw.ty, raw.own = saved
-
-    @classmethod
-    def put(cls, tensor, array):
-        """Copy a C-contiguous float32 or int32 array of the tensor's size into it."""
-        if array.size != tensor.size() or not array.flags["C_CONTIGUOUS"]:
-            raise ValueError("cannot copy a {} array into a tensor of shape {}".format(
-                array.shape, tensor.shape))
-        if array.dtype.name == "float32":
-            cls._call(tensor.data.CopyFloatDataFromHostPtr, array)
-        elif array.dtype.name == "int32":
-            cls._call(tensor.data.CopyIntDataFromHostPtr, array)
-        else:
-            raise TypeError("no copy for {} arrays".format(array.dtype))
-
-    @classmethod
-    def get(cls, tensor):
-        """A float32 numpy copy of a float tensor."""
-        import numpy as np
-
-        out = np.empty(tuple(tensor.shape), dtype=np.float32)
-        cls._call(tensor.data.GetFloatValue, out)
-        return out
-
-    @staticmethod
-    def unpack(vector, count):
-        """Move the tensors out of a returned ``std::vector<singa::Tensor> *`` (no wrapper exists).
-
-        The element size comes from the vector's own begin/end pointers; each element's bytes are
-        swapped with a fresh empty Tensor's, so the new Python-owned tensors hold the results and
-        the (unfreeable) vector is left holding empty tensors.
-        """
-        wrap, pointer = _SINGA["wrap"], ctypes.sizeof(ctypes.c_void_p)
-        address = _SwigObject.from_address(id(vector)).ptr
-        begin = ctypes.c_void_p.from_address(address).value
-        end = ctypes.c_void_p.from_address(address + pointer).value
-        if count == 0 or (end - begin) % count:
-            raise RuntimeError("unexpected std::vector<Tensor> layout ({} bytes for {} tensors)".format(
-                end - begin, count))
-        size = (end - begin) // count
-        # SWIG would report the vector as a leak when its proxy dies; the leak is known (the vector
-        # and `count` emptied tensors, once per kernel call: once per graph buffering) and
-        # documented, so the proxy is told it owns nothing.
-        _SwigObject.from_address(id(vector)).own = 0
-        scratch = ctypes.create_string_buffer(size)
-        tensors = []
-        for i in range(count):
-            fresh = wrap.Tensor()
-            own = _SwigObject.from_address(id(fresh.this)).ptr
-            ctypes.memmove(scratch, own, size)
-            ctypes.memmove(own, begin + i * size, size)
-            ctypes.memmove(begin + i * size, scratch, size)
-            tensors.append(fresh)
-        return tensors
-
-
 # -- classes built on singa's own ----------------------------------------------------------
 
 
@@ -400,14 +308,14 @@ def _classes(autograd, layer, model, wrap):
             if not autograd.training:
                 return wrap.CpuBatchNormForwardInference(
                     self.handle, x, scale, bias, self.running_mean, self.running_var)
-            y, mean, var = _HostIO.unpack(wrap.CpuBatchNormForwardTraining(
+            y, mean, var = HostIO.unpack(wrap.CpuBatchNormForwardTraining(
                 self.handle, x, scale, bias, self.running_mean, self.running_var), 3)
             self.cache = (x, scale, mean, var, y, bias)
             return y
 
         def backward(self, dy):
             x, scale, mean, var, y, bias = self.cache
-            return tuple(_HostIO.unpack(wrap.CpuBatchNormBackwardx(
+            return tuple(HostIO.unpack(wrap.CpuBatchNormBackwardx(
                 self.handle, y, dy, x, scale, bias, mean, var), 3))
 
     class BatchNorm(layer.BatchNorm2d):
@@ -563,7 +471,7 @@ class _Translator(object):
                     for c in cols:
                         pool[r * width + c, i * size + j] = 1.0 / (len(rows) * len(cols))
         matrix = self.sg["tensor"].Tensor(pool.shape, self.dev, requires_grad=False, stores_grad=False)
-        _HostIO.put(matrix, pool)
+        HostIO.put(matrix, pool)
         ag, n = self.sg["autograd"], self.batch_size
 
         def run(x):
