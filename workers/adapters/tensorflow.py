@@ -1,0 +1,481 @@
+"""TensorFlow adapter: translates workers.models architectures into a Keras 3 functional model.
+
+tensorflow and keras are imported in setup() only, so this module imports anywhere (the
+orchestrator lists adapters without their frameworks). Training is TensorFlow 2's own fast path:
+one ``tf.function`` graph per model (GradientTape, forward, backward and ``optimizer.apply``),
+traced in build(), fed with batches that prepare_epoch() has already turned into tensors; the
+loss is summed into a ``tf.Variable`` inside the graph, never read per step. Images are kept
+channels-last (NHWC), the layout TensorFlow's CPU kernels use.
+"""
+
+import os
+import platform
+
+from workers import data, models
+from workers.adapters import base
+
+_OOM_TEXT = ("oom when allocating", "out of memory", "can't allocate memory")
+_LAYERS = {}  # the custom Keras layer classes, made once keras is imported
+_SEED_STRIDE = 100003  # per-layer initialiser and dropout seeds: seed * stride + layer number
+
+
+class Adapter(base.Adapter):
+    name = "tensorflow"
+
+    def __init__(self, config):
+        super(Adapter, self).__init__(config)
+        self.tf = self.keras = None
+        self.device = None  # "/CPU:0" or "/GPU:0"
+        self.gpu = False
+        self.model = None
+        self.optimizer = None
+        self._initial = None  # numpy copies of every model variable (weights, BN stats, dropout seeds)
+        self._optimizer_initial = None  # numpy copies of the optimizer's variables right after build
+        self._train_fn = self._eval_fn = None
+        self._loss_sum = None
+        self._steps = 0
+        self._x = self._y = None  # host arrays (NHWC) from load_data()
+        self._x_val = self._y_val = None  # validation tensors
+        self._batches = []
+
+    # -- setup -----------------------------------------------------------------------------
+
+    def setup(self):
+        threads = int(self.config.get("threads") or 0)
+        _environment_before_import(threads)
+        try:
+            import keras
+            import tensorflow as tf
+        except ImportError as exc:
+            raise base.Unavailable("cannot import tensorflow ({}); install it in this environment "
+                                   "(bench env setup tensorflow)".format(exc)) from exc
+        self.tf, self.keras = tf, keras
+        device = self.config["device"]
+        if device not in ("cpu", "cuda"):
+            raise base.Unsupported("device {!r} is not supported by the TensorFlow adapter "
+                                   "(cpu or cuda)".format(device))
+        if device == "cuda":
+            _check_cuda(tf)
+        info = {
+            "framework_version": tf.__version__,
+            "keras_version": keras.__version__,
+            "python_version": platform.python_version(),
+            # Before any op: TensorFlow fixes its thread pools and devices when its context starts.
+            "threads": _apply_threads(tf, threads),
+            "cuda_version": tf.sysconfig.get_build_info().get("cuda_version"),
+        }
+        if device == "cuda":
+            self.gpu, self.device = True, "/GPU:0"
+            gpu = tf.config.list_physical_devices("GPU")[0]
+            details = tf.config.experimental.get_device_details(gpu)
+            info.update(device_name=details.get("device_name", gpu.name),
+                        cudnn_version=tf.sysconfig.get_build_info().get("cudnn_version"))
+        else:
+            self.device = "/CPU:0"
+            info["gpus_hidden"] = _hide_gpus(tf)
+            info["device_name"] = _cpu_name()
+        info["onednn"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on)")
+        tf.random.set_seed(self.config["seed"])
+        return info
+
+    # -- model -----------------------------------------------------------------------------
+
+    def build(self, arch):
+        tf, keras = self.tf, self.keras
+        self._release()
+        tf.random.set_seed(self.config["seed"])
+        with tf.device(self.device):
+            model, shape = _Builder(keras, self.config["seed"]).model(arch)
+            if list(shape) != [arch["classes"]]:
+                raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
+            self.model = model
+            self.optimizer = self._make_optimizer()
+            self.optimizer.build(model.trainable_variables)
+            self._loss_sum = tf.Variable(0.0, trainable=False, dtype=tf.float32, name="loss_sum")
+        self._initial = [v.numpy() for v in model.variables]
+        self._optimizer_initial = [v.numpy() for v in self.optimizer.variables]
+        self._steps = 0
+        self._make_functions(arch)
+        return sum(_size(v.shape) for v in model.trainable_weights)
+
+    def forward_shape(self, batch):
+        import numpy as np
+
+        size = self.config["image_size"]
+        with self.tf.device(self.device):
+            x = np.zeros((batch, size, size, 3), dtype=np.float32)  # NHWC
+            return tuple(int(d) for d in self.model(x, training=False).shape)
+
+    def _release(self):
+        """Drop the previous model (a probe builds all five in one process)."""
+        if self.model is None:
+            return
+        self.model = self.optimizer = self._initial = self._optimizer_initial = None
+        self._train_fn = self._eval_fn = self._loss_sum = None
+        self.keras.backend.clear_session()  # also collects garbage
+
+    def _make_optimizer(self):
+        """Keras optimizers set to PyTorch's defaults where Keras's differ (see the docs page)."""
+        optimizers, cfg = self.keras.optimizers, self.config
+        if cfg["optimizer"] == "sgd":
+            return optimizers.SGD(learning_rate=cfg["lr"], momentum=cfg.get("momentum") or 0.0)
+        if cfg["optimizer"] == "adam":
+            return optimizers.Adam(learning_rate=cfg["lr"], beta_1=0.9, beta_2=0.999, epsilon=1e-8)
+        if cfg["optimizer"] == "rmsprop":
+            return optimizers.RMSprop(learning_rate=cfg["lr"], rho=0.99, momentum=0.0,
+                                      epsilon=1e-8, centered=False)
+        raise base.Unsupported("optimizer {!r} is not supported by the TensorFlow adapter".format(
+            cfg["optimizer"]))
+
+    def _make_functions(self, arch):
+        """Trace the training graph now (untimed), not in the first timed step.
+
+        The evaluation graph is traced by the first evaluate(), which is untimed anyway.
+        """
+        tf = self.tf
+        model, optimizer, loss_sum = self.model, self.optimizer, self._loss_sum
+        variables = model.trainable_variables
+        c, h, w = arch["input"]
+        xent = tf.nn.sparse_softmax_cross_entropy_with_logits
+
+        # XLA where Keras's own jit_compile="auto" would use it: with a GPU, not on CPU.
+        @tf.function(input_signature=[tf.TensorSpec((self.config["batch_size"], h, w, c), tf.float32),
+                                      tf.TensorSpec((self.config["batch_size"],), tf.int64)],
+                     jit_compile=self.gpu)
+        def train(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(xent(labels=y, logits=model(x, training=True)))
+            optimizer.apply(tape.gradient(loss, variables), variables)
+            loss_sum.assign_add(loss)
+
+        @tf.function(input_signature=[tf.TensorSpec((None, h, w, c), tf.float32),
+                                      tf.TensorSpec((None,), tf.int64)])
+        def evaluate(x, y):
+            logits = model(x, training=False)
+            hits = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int64), y)
+            return tf.reduce_sum(xent(labels=y, logits=logits)), tf.reduce_sum(tf.cast(hits, tf.int64))
+
+        with tf.device(self.device):
+            train.get_concrete_function()
+        self._train_fn, self._eval_fn = train, evaluate
+
+    def reset(self):
+        # Every variable, the dropout layers' seed states included: repeats draw the same masks.
+        # No tf.random.set_seed here: it clears TensorFlow's kernel cache, and the next step would
+        # pay the graph's instantiation again (5 s for ResNet50) inside the timed epoch.
+        for variable, value in zip(self.model.variables, self._initial):
+            variable.assign(value)
+        for variable, value in zip(self.optimizer.variables, self._optimizer_initial):
+            variable.assign(value)
+        self._loss_sum.assign(0.0)
+        self._steps = 0
+
+    # -- data ------------------------------------------------------------------------------
+
+    def load_data(self):
+        import numpy as np
+
+        arrays = data.load(self.config)
+        # NCHW -> NHWC once, untimed: TensorFlow's CPU convolutions are channels-last.
+        self._x = np.ascontiguousarray(arrays["x_train"].transpose(0, 2, 3, 1))
+        self._y = arrays["y_train"]
+        with self.tf.device("/CPU:0"):
+            self._x_val = self.tf.constant(np.ascontiguousarray(arrays["x_val"].transpose(0, 2, 3, 1)))
+            self._y_val = self.tf.constant(arrays["y_val"])
+        return len(self._y), len(arrays["y_val"])
+
+    def prepare_epoch(self, order):
+        import numpy as np
+
+        size = self.config["batch_size"]
+        steps = len(order) // size
+        if steps == 0:
+            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
+                size, len(order)))
+        index = np.asarray(order[:steps * size], dtype=np.int64)
+        x, y = self._x[index], self._y[index]
+        self._batches = []
+        # Host tensors: on CPU the step reads them in place; on a GPU its graph copies them in.
+        with self.tf.device("/CPU:0"):
+            for start in range(0, steps * size, size):
+                self._batches.append((self.tf.constant(x[start:start + size]),
+                                      self.tf.constant(y[start:start + size])))
+        return steps
+
+    # -- training --------------------------------------------------------------------------
+
+    def train_step(self, index):
+        x, y = self._batches[index]
+        self._train_fn(x, y)
+        self._steps += 1
+
+    def synchronize(self):
+        # On CPU a tf.function call returns when its graph has run (synchronous execution is
+        # TensorFlow's default); on a GPU kernels may still be queued.
+        if self.gpu:
+            self.tf.test.experimental.sync_devices()
+
+    def epoch_loss(self):
+        if not self._steps:
+            return float("nan")
+        value = float(self._loss_sum.numpy()) / self._steps
+        self._loss_sum.assign(0.0)
+        self._steps = 0
+        return value
+
+    def evaluate(self):
+        size, n = self.config["batch_size"], int(self._y_val.shape[0])
+        if n == 0:
+            return float("nan"), float("nan")
+        total, correct = 0.0, 0
+        for start in range(0, n, size):
+            loss, hits = self._eval_fn(self._x_val[start:start + size], self._y_val[start:start + size])
+            total += float(loss.numpy())
+            correct += int(hits.numpy())
+        return total / n, correct / n
+
+    def is_oom(self, exc):
+        if isinstance(exc, MemoryError):
+            return True
+        errors = getattr(self.tf, "errors", None)
+        if errors is not None and isinstance(exc, errors.ResourceExhaustedError):
+            return True
+        text = str(exc).lower()
+        op_error = errors.OpError if errors is not None else RuntimeError
+        return isinstance(exc, (op_error, RuntimeError)) and any(t in text for t in _OOM_TEXT)
+
+
+# -- setup helpers -------------------------------------------------------------------------
+
+
+def _environment_before_import(threads):
+    """What TensorFlow reads from the environment when it loads."""
+    # 1 hides C++ INFO lines (CPU feature notes, XLA service banners) but keeps warnings and errors.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    if threads > 0:
+        os.environ["TF_NUM_INTRAOP_THREADS"] = str(threads)
+        os.environ["TF_NUM_INTEROP_THREADS"] = str(threads)
+
+
+def _apply_threads(tf, n):
+    """Apply threads > 0 to both of TensorFlow's pools; report what it says it uses.
+
+    TensorFlow reports 0 for a pool it sizes itself; it then uses one thread per schedulable
+    CPU, which is reported as ``*_effective``.
+    """
+    applied = {"requested": n}
+    threading = tf.config.threading
+    if n > 0:
+        try:
+            threading.set_intra_op_parallelism_threads(n)
+            threading.set_inter_op_parallelism_threads(n)
+            applied["applied"] = True
+        except RuntimeError as exc:  # only allowed before TensorFlow's context has started
+            applied["applied"] = False
+            applied["error"] = str(exc)
+    applied["intra_op"] = threading.get_intra_op_parallelism_threads()
+    applied["inter_op"] = threading.get_inter_op_parallelism_threads()
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    applied["intra_op_effective"] = applied["intra_op"] or cpus
+    applied["inter_op_effective"] = applied["inter_op"] or cpus
+    return applied
+
+
+def _check_cuda(tf):
+    if not tf.test.is_built_with_cuda():
+        raise base.Unavailable(
+            "tensorflow {} is a CPU-only build (tensorflow-cpu); install tensorflow[and-cuda] of the "
+            "same version in this environment instead to run on cuda".format(tf.__version__))
+    if not tf.config.list_physical_devices("GPU"):
+        raise base.Unavailable(
+            "tensorflow {} is built with CUDA {} but sees no GPU; check the NVIDIA driver "
+            "(nvidia-smi), CUDA_VISIBLE_DEVICES and the CUDA libraries tensorflow[and-cuda] "
+            "installs".format(tf.__version__, tf.sysconfig.get_build_info().get("cuda_version")))
+
+
+def _hide_gpus(tf):
+    """Keep a CPU run on the CPU: TensorFlow places ops on a visible GPU by itself."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        tf.config.set_visible_devices([], "GPU")
+    return len(gpus)
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _size(shape):
+    total = 1
+    for dim in shape:
+        total *= int(dim)
+    return total
+
+
+# -- translation of workers.models data into Keras layers ----------------------------------
+
+
+class _Builder(object):
+    """Walks an architecture's layer list, calling Keras layers on functional-API tensors.
+
+    Shapes are tracked channels-first, as workers.models defines them; the tensors are NHWC.
+    """
+
+    def __init__(self, keras, seed):
+        self.keras = keras
+        self.layers = keras.layers
+        self.seed = seed
+        self.count = 0
+
+    def model(self, arch):
+        c, h, w = arch["input"]
+        inputs = self.keras.Input(shape=(h, w, c), name="images")
+        outputs, shape = self.walk(arch["layers"], inputs, tuple(arch["input"]))
+        return self.keras.Model(inputs, outputs, name=arch["name"]), shape
+
+    def walk(self, layers, x, shape):
+        for node in layers:
+            x = self.node(node, x, shape)
+            shape = models.out_shape(node, shape)
+        return x, shape
+
+    def next_seed(self):
+        self.count += 1
+        return self.seed * _SEED_STRIDE + self.count
+
+    def initializer(self, op, name, fans):
+        """A seeded Keras initializer for models.INIT[op][name]."""
+        init, rule = self.keras.initializers, models.INIT[op][name]
+        if rule["distribution"] == "constant":
+            return init.Constant(rule["value"])
+        scale = models.init_scale(rule["scale"], *fans)
+        if rule["distribution"] == "normal":
+            return init.RandomNormal(rule["mean"], scale, seed=self.next_seed())
+        if rule["distribution"] == "uniform":
+            return init.RandomUniform(-scale, scale, seed=self.next_seed())
+        raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
+
+    def node(self, node, x, shape):
+        op, layers = node["op"], self.layers
+        if op == "conv":
+            return self.conv(node, x, shape)
+        if op == "dense":
+            fans = models.fans(node, shape[0])
+            return layers.Dense(node["out"], use_bias=node["bias"],
+                                kernel_initializer=self.initializer(op, "weight", fans),
+                                bias_initializer=self.initializer(op, "bias", fans))(x)
+        if op == "bn":
+            return layers.BatchNormalization(
+                axis=-1, momentum=1.0 - node["momentum"], epsilon=node["eps"],
+                gamma_initializer=self.initializer(op, "weight", None),
+                beta_initializer=self.initializer(op, "bias", None),
+                moving_mean_initializer="zeros", moving_variance_initializer="ones")(x)
+        if op in ("relu", "relu6"):
+            return layers.ReLU(max_value=6.0 if op == "relu6" else None)(x)
+        if op == "maxpool":
+            return self.maxpool(node, x)
+        if op == "adaptive_avgpool":
+            return self.adaptive_avgpool(node["size"], x, shape)
+        if op == "global_avgpool":
+            return layers.GlobalAveragePooling2D()(x)
+        if op == "flatten":
+            return layers.Flatten()(x)  # H, W, C order: a fixed permutation of the next dense's inputs
+        if op == "dropout":
+            return layers.Dropout(node["p"], seed=self.next_seed())(x)
+        if op == "residual":
+            body = self.walk(node["body"], x, shape)[0]
+            shortcut = self.walk(node["shortcut"], x, shape)[0] if node["shortcut"] else x
+            out = layers.Add()([body, shortcut])
+            return layers.ReLU()(out) if node["post"] == "relu" else out
+        raise base.Unsupported("layer op {!r} is not supported by the TensorFlow adapter".format(op))
+
+    def conv(self, node, x, shape):
+        layers, k, s, p = self.layers, node["kernel"], node["stride"], node["padding"]
+        fans = models.fans(node, shape[0])
+        weight, bias = self.initializer("conv", "weight", fans), self.initializer("conv", "bias", fans)
+        padding = _padding(k, s, p)
+        if padding == "valid" and p:
+            x = layers.ZeroPadding2D(p)(x)
+        if node["groups"] > 1 and node["groups"] == shape[0]:
+            # Depthwise: TensorFlow's own kernel (a grouped Conv2D goes through XLA on CPU).
+            return layers.DepthwiseConv2D(k, s, padding, depth_multiplier=node["out"] // shape[0],
+                                          use_bias=node["bias"], depthwise_initializer=weight,
+                                          bias_initializer=bias)(x)
+        return layers.Conv2D(node["out"], k, s, padding, groups=node["groups"], use_bias=node["bias"],
+                             kernel_initializer=weight, bias_initializer=bias)(x)
+
+    def maxpool(self, node, x):
+        k, s, p = node["kernel"], node["stride"], node["padding"]
+        padding = _padding(k, s, p)
+        if padding == "valid" and p:
+            x = _layer_classes(self.keras)["pad"](p, float("-inf"))(x)  # padding never wins the max
+        return self.layers.MaxPooling2D(k, s, padding)(x)
+
+    def adaptive_avgpool(self, size, x, shape):
+        h, w = shape[1], shape[2]
+        if (h, w) == (size, size):
+            return x
+        if h % size == 0 and w % size == 0:
+            return self.layers.AveragePooling2D((h // size, w // size))(x)
+        return _layer_classes(self.keras)["adaptive"](_pool_matrix(h, size), _pool_matrix(w, size))(x)
+
+
+def _padding(kernel, stride, padding):
+    """'same' where TensorFlow's 'same' is exactly PyTorch's symmetric padding, else 'valid'.
+
+    With stride 1 and 2p = k - 1, 'same' pads p on every side (max-pool padding never counts);
+    with stride 2 TensorFlow pads the bottom and right first, so those get explicit padding.
+    """
+    if padding and stride == 1 and 2 * padding == kernel - 1:
+        return "same"
+    return "valid"
+
+
+def _pool_matrix(size, out):
+    """(out, size) averaging matrix of PyTorch's adaptive average pool along one axis.
+
+    Output i averages inputs floor(i * size / out) to ceil((i + 1) * size / out) - 1.
+    """
+    rows = []
+    for i in range(out):
+        start, end = (i * size) // out, -((-(i + 1) * size) // out)
+        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(size)])
+    return rows
+
+
+def _layer_classes(keras):
+    """Two small layers Keras lacks, defined once keras is imported."""
+    if not _LAYERS:
+
+        class ConstantPad2D(keras.layers.Layer):
+            """Symmetric spatial padding of NHWC tensors with a constant (-inf before max-pool)."""
+
+            def __init__(self, padding, value, **kwargs):
+                super(ConstantPad2D, self).__init__(**kwargs)
+                self.padding, self.value = padding, value
+
+            def call(self, x):
+                p = self.padding
+                return keras.ops.pad(x, [[0, 0], [p, p], [p, p], [0, 0]], constant_values=self.value)
+
+        class AdaptiveAveragePooling2D(keras.layers.Layer):
+            """PyTorch's AdaptiveAvgPool2d as fixed averaging matrices: out = A_h . x . A_w^T."""
+
+            def __init__(self, rows, cols, **kwargs):
+                super(AdaptiveAveragePooling2D, self).__init__(**kwargs)
+                self.rows, self.cols = rows, cols  # constants, not weights
+
+            def call(self, x):
+                rows = keras.ops.convert_to_tensor(self.rows, dtype=x.dtype)
+                cols = keras.ops.convert_to_tensor(self.cols, dtype=x.dtype)
+                return keras.ops.einsum("ih,nhwc,jw->nijc", rows, x, cols)
+
+        _LAYERS.update(pad=ConstantPad2D, adaptive=AdaptiveAveragePooling2D)
+    return _LAYERS
