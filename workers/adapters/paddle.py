@@ -116,6 +116,16 @@ class Adapter(base.Adapter):
         if self.cuda:
             self.paddle.device.cuda.empty_cache()
 
+    def forward_shape(self, batch):
+        paddle, size = self.paddle, self.config["image_size"]
+        self.model.eval()
+        try:
+            with paddle.no_grad():
+                x = paddle.zeros([batch, 3, size, size], dtype="float32")
+                return tuple(self.forward(x).shape)
+        finally:
+            self.model.train()
+
     def _make_optimizer(self):
         opt, cfg, params = self.paddle.optimizer, self.config, self._trainable
         if cfg["optimizer"] == "sgd":

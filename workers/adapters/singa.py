@@ -188,6 +188,12 @@ class Adapter(base.Adapter):
         self._steps = 0
         return value
 
+    def forward_shape(self, batch):
+        import numpy as np
+
+        size = self.config["image_size"]
+        return self.logits(np.zeros((batch, 3, size, size), dtype=np.float32)).shape
+
     def logits(self, x):
         """Eval-mode forward of a batch of at most batch_size images; returns numpy logits."""
         import numpy as np

@@ -1,0 +1,69 @@
+"""The acceptance checks across all five frameworks: the same models (identical trainable
+parameter counts, equal to the reference architectures'), and the quick matrix with a row for
+every framework, each ok or with its honest outcome."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import cli as bench_cli
+from orchestrator.config import FRAMEWORKS, MODELS
+
+pytestmark = [pytest.mark.slow, pytest.mark.framework]
+REAL = [f for f in FRAMEWORKS if f != "fault"]
+REFERENCE_1000 = {
+    "alexnet": 61_100_840,
+    "mobilenet_v2": 3_504_872,
+    "resnet50": 25_557_032,
+    "vgg16": 138_357_544,
+}
+# What a framework honestly cannot do, with the reason its adapter gives (docs/frameworks/).
+KNOWN_LIMITS = {("singa", "mobilenet_v2"): ("unsupported", "grouped convolution")}
+QUICK = Path(__file__).resolve().parent.parent / "matrices" / "quick.yaml"
+
+
+def test_every_model_has_the_same_parameters_in_every_framework():
+    result = CliRunner().invoke(bench_cli, ["models", "--format", "json", "--image-size", "64"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert {(r["framework"], r["model"]) for r in rows} == {(f, m) for f in REAL for m in MODELS}
+    for row in rows:
+        limit = KNOWN_LIMITS.get((row["framework"], row["model"]))
+        if limit:
+            assert row["outcome"] == limit[0] and limit[1] in row["reason"], row
+            continue
+        assert row["outcome"] == "ok", row
+        assert row["parameters"] == row["reference"], row
+        assert row["output_shape"] == [2, 1000], row
+        if row["model"] in REFERENCE_1000:
+            assert row["parameters"] == REFERENCE_1000[row["model"]]
+    assert "torch" not in sys.modules and "tensorflow" not in sys.modules
+
+
+def test_the_quick_matrix_has_a_row_for_every_framework(tmp_path):
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = CliRunner().invoke(bench_cli, ["run", "--matrix", str(QUICK)])
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 0, result.output
+    rows = (
+        sqlite3.connect(tmp_path / "bench.db")
+        .execute("SELECT framework, model, outcome, reason, final_val_accuracy FROM runs")
+        .fetchall()
+    )
+    assert {r[0] for r in rows} == set(FRAMEWORKS)
+    for framework, model, outcome, reason, accuracy in rows:
+        if framework == "fault":
+            assert outcome == "crash"
+        else:
+            assert outcome == "ok", (framework, model, reason)
+            assert 0.0 <= accuracy <= 1.0
