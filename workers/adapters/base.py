@@ -5,6 +5,21 @@ anything: the shared runner (workers.runner) owns warm-up, clocks, synchronisati
 """
 
 
+import platform
+
+
+def cpu_name():
+    """The CPU model, for each adapter's device_name on CPU."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except (IOError, OSError):
+        pass
+    return platform.processor() or platform.machine()
+
+
 class WorkerFailure(Exception):
     """Base of the failures an adapter reports deliberately."""
 

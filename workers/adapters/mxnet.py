@@ -71,7 +71,7 @@ class Adapter(base.Adapter):
             info["device_name"] = "gpu(0)"
         elif self.config["device"] == "cpu":
             self.ctx = mx.cpu()
-            info["device_name"] = _cpu_name()
+            info["device_name"] = base.cpu_name()
         else:
             raise base.Unsupported("device {!r} is not supported by the MXNet adapter "
                                    "(cpu or cuda)".format(self.config["device"]))
@@ -343,16 +343,6 @@ def _cuda_of_wheel():
             return "{}.{}".format(*match.groups())
     return None
 
-
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 # -- layers ----------------------------------------------------------------------------------

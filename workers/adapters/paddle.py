@@ -77,7 +77,7 @@ class Adapter(base.Adapter):
         elif self.config["device"] == "cpu":
             self.place = paddle.CPUPlace()
             paddle.set_device("cpu")
-            info["device_name"] = _cpu_name()
+            info["device_name"] = base.cpu_name()
         else:
             raise base.Unsupported("device {!r} is not supported by the Paddle adapter "
                                    "(cpu or cuda)".format(self.config["device"]))
@@ -312,16 +312,6 @@ def _check_cuda(paddle):
             "driver (nvidia-smi) and CUDA_VISIBLE_DEVICES".format(
                 paddle.__version__, _cuda_version(paddle)))
 
-
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _numel(tensor):

@@ -58,7 +58,7 @@ class Adapter(base.Adapter):
                         cudnn_version=torch.backends.cudnn.version(), cudnn_benchmark=True)
         elif self.config["device"] == "cpu":
             self.device = torch.device("cpu")
-            info["device_name"] = _cpu_name()
+            info["device_name"] = base.cpu_name()
         else:
             raise base.Unsupported("device {!r} is not supported by the PyTorch adapter "
                                    "(cpu or cuda)".format(self.config["device"]))
@@ -227,16 +227,6 @@ def _check_cuda(torch):
         "torch {} is built with CUDA {} but no CUDA device is visible; check the NVIDIA driver "
         "(nvidia-smi) and CUDA_VISIBLE_DEVICES".format(torch.__version__, torch.version.cuda))
 
-
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 # -- translation of workers.models data into torch.nn --------------------------------------

@@ -85,7 +85,7 @@ class Adapter(base.Adapter):
             "framework_version": sg["version"],
             "python_version": platform.python_version(),
             "threads": _threads_report(threads),
-            "device_name": _cpu_name(),
+            "device_name": base.cpu_name(),
             "cuda_version": None,
             "training_path": "singa.model.Model, use_graph=True (buffered graph replayed per step)",
         }
@@ -278,16 +278,6 @@ def _loaded_library(prefix):
         pass
     return None
 
-
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 # -- classes built on singa's own ----------------------------------------------------------

@@ -73,7 +73,7 @@ class Adapter(base.Adapter):
         else:
             self.device = "/CPU:0"
             info["gpus_hidden"] = _hide_gpus(tf)
-            info["device_name"] = _cpu_name()
+            info["device_name"] = base.cpu_name()
         info["onednn"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on)")
         tf.random.set_seed(self.config["seed"])
         return info
@@ -300,16 +300,6 @@ def _hide_gpus(tf):
         tf.config.set_visible_devices([], "GPU")
     return len(gpus)
 
-
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _size(shape):
