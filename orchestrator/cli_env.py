@@ -130,8 +130,16 @@ def env() -> None:
     help="A Python 3.6 to build Singa's environment from (env BENCH_PYTHON36; "
     "default: pyenv's 3.6.x, then python3.6 on PATH).",
 )
+@click.option(
+    "--variant",
+    type=click.Choice(envs.VARIANTS),
+    default="auto",
+    show_default=True,
+    help="Which builds: auto = GPU builds (envs/<framework>-cuda.txt) where an NVIDIA GPU is "
+    "present and the framework has one, else CPU builds.",
+)
 @env_dir_option
-def env_setup(frameworks: tuple[str, ...], python: str | None, env_dir: str | None) -> None:
+def env_setup(frameworks: tuple[str, ...], python: str | None, variant: str, env_dir: str | None) -> None:
     """Create or update framework environments (all that have pinned requirements by default).
 
     \b
@@ -151,7 +159,7 @@ def env_setup(frameworks: tuple[str, ...], python: str | None, env_dir: str | No
             # Setting everything up goes on without it: its runs will be `unavailable`, saying this.
             click.echo(f"{name}: skipped: {why}", err=True)
             continue
-        envs.setup(name, env_dir, echo=click.echo, python=python)
+        envs.setup(name, env_dir, echo=click.echo, python=python, variant=variant)
 
 
 @env.command("list")

@@ -48,8 +48,23 @@ def env_dir(override: str | Path | None = None) -> Path:
     return Path(cache) / "bench" / "envs"
 
 
-def requirements_file(framework: str) -> Path:
-    return REQUIREMENTS_DIR / f"{framework}.txt"
+VARIANTS = ("auto", "cpu", "cuda")
+
+
+def requirements_file(framework: str, variant: str = "cpu") -> Path:
+    """envs/<framework>.txt (CPU builds) or envs/<framework>-cuda.txt (GPU builds)."""
+    return REQUIREMENTS_DIR / (f"{framework}.txt" if variant == "cpu" else f"{framework}-{variant}.txt")
+
+
+def choose_variant(framework: str, requested: str = "auto", has_gpu: bool | None = None) -> str:
+    """The build to install: GPU builds on a machine with an NVIDIA GPU where the framework has one."""
+    if requested != "auto":
+        return requested
+    if has_gpu is None:
+        from orchestrator import hostinfo
+
+        has_gpu = hostinfo.machine()["gpu_name"] is not None
+    return "cuda" if has_gpu and requirements_file(framework, "cuda").exists() else "cpu"
 
 
 @dataclass(frozen=True)
@@ -189,9 +204,15 @@ def _requirements_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def setup(framework: str, root: str | Path | None = None, echo=log.info, python: str | None = None) -> Path:
+def setup(
+    framework: str,
+    root: str | Path | None = None,
+    echo=log.info,
+    python: str | None = None,
+    variant: str = "auto",
+) -> Path:
     """Create or update the framework's environment; a no-op when it is already up to date."""
-    reqs = requirements_file(framework)
+    reqs = requirements_file(framework, choose_variant(framework, variant))
     if not reqs.exists():
         raise EnvironmentSetupError(f"{framework}: no pinned requirements at {reqs}")
     base, where = base_python(framework, python)

@@ -50,3 +50,14 @@ def test_status_without_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("BENCH_PYTHON_TENSORFLOW", raising=False)
     status = envs.status("tensorflow", tmp_path)
     assert status.status == "unavailable" and "bench env setup tensorflow" in status.reason
+
+
+def test_gpu_builds_where_a_gpu_is_and_the_framework_has_one():
+    assert envs.choose_variant("pytorch", "auto", has_gpu=True) == "cuda"
+    assert envs.choose_variant("pytorch", "auto", has_gpu=False) == "cpu"
+    # Paddle's GPU wheels of this version are not on the registries, Singa has none: CPU builds.
+    assert envs.choose_variant("paddle", "auto", has_gpu=True) == "cpu"
+    assert envs.choose_variant("singa", "auto", has_gpu=True) == "cpu"
+    assert envs.choose_variant("tensorflow", "cpu", has_gpu=True) == "cpu"
+    for framework in ("pytorch", "tensorflow", "mxnet"):
+        assert envs.requirements_file(framework, "cuda").exists()
