@@ -100,6 +100,7 @@ CREATE TABLE epochs (
     val_loss            REAL,
     val_accuracy        REAL,
     os_threads          INTEGER,                         -- the worker's OS threads after the epoch
+    minor_faults        INTEGER,                         -- minor page faults during the timed epoch
     PRIMARY KEY (run_id, repeat, epoch)
 );
 

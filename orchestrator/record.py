@@ -134,6 +134,7 @@ def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
         "val_loss",
         "val_accuracy",
         "os_threads",
+        "minor_faults",
     )
     return [{"run_id": run_id, **{k: e.get(k) for k in keys}} for e in rec.epochs]
 

@@ -27,6 +27,19 @@ def os_threads():
     return None
 
 
+def minor_faults():
+    """Minor page faults of this process so far (None where the platform has no getrusage).
+
+    Recorded per epoch because an allocator that returns memory to the kernel makes every step
+    fault its activations back in, which moves step times by several percent (docs/performance.md).
+    """
+    try:
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    except (ImportError, AttributeError):
+        return None
+
+
 def _warmup(adapter, config, events, train_size):
     steps = adapter.prepare_epoch(epoch_order(config["seed"], 0, train_size))
     events.set_phase("warmup", steps=config["warmup_steps"])
@@ -41,12 +54,15 @@ def _epoch(adapter, config, events, train_size, repeat, epoch):
     steps = adapter.prepare_epoch(epoch_order(config["seed"], epoch, train_size))
     events.set_phase("epoch", epoch=epoch, repeat=repeat, steps=steps)
     adapter.synchronize()
+    faults = minor_faults()
     start = time.perf_counter()
     for i in range(steps):
         adapter.train_step(i)
         events.step(epoch, i + 1)
     adapter.synchronize()
     seconds = time.perf_counter() - start
+    if faults is not None:
+        faults = minor_faults() - faults
     train_loss = adapter.epoch_loss()
     events.set_phase("eval", epoch=epoch, repeat=repeat)
     val_loss, val_accuracy = adapter.evaluate()
@@ -63,6 +79,7 @@ def _epoch(adapter, config, events, train_size, repeat, epoch):
         "val_loss": val_loss,
         "val_accuracy": val_accuracy,
         "os_threads": os_threads(),
+        "minor_faults": faults,
     }
     events.emit("epoch_end", **record)
     return record
