@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator import envs
+from tests.drivers import framework_python
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -56,10 +56,7 @@ def bench_command(*args: str) -> list[str]:
 
 @pytest.fixture(scope="session")
 def pytorch_python() -> Path:
-    python, why = envs.python_for("pytorch")
-    if python is None:
-        pytest.fail(f"the PyTorch environment is missing: {why}")
-    return python
+    return framework_python("pytorch")
 
 
 def pyenv_python36() -> Path | None:

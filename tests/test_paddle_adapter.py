@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator import envs
+from tests.drivers import framework_python, run_driver
 from workers import models
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -205,24 +205,13 @@ include:
 
 @pytest.fixture(scope="module")
 def paddle_python() -> Path:
-    python, why = envs.python_for("paddle")
-    if python is None:
-        pytest.fail(f"the Paddle environment is missing: {why}")
-    return python
+    return framework_python("paddle")
 
 
 def drive(python: Path, folder: Path, checks: list) -> dict:
     script, out = folder / "driver.py", folder / "results.json"
     script.write_text(DRIVER)
-    proc = subprocess.run(
-        [str(python), str(script), str(out), json.dumps(checks)],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    proc = run_driver(python, script, str(out), json.dumps(checks))
     return {"results": json.loads(out.read_text()), "stderr": proc.stderr}
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import envs
+from tests.drivers import framework_python, run_driver
 from workers import models
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -154,15 +154,7 @@ def _drive(python: Path, folder: Path, checks: list[str]) -> dict:
     script, out = folder / "driver.py", folder / f"results-{checks[0]}.json"
     script.write_text(DRIVER)
     env = {k: v for k, v in os.environ.items() if k not in _THREAD_VARS}
-    proc = subprocess.run(
-        [str(python), str(script), str(out), json.dumps(checks)],
-        cwd=REPO,
-        env={**env, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    run_driver(python, script, str(out), json.dumps(checks), env=env)
     return json.loads(out.read_text())
 
 
@@ -171,9 +163,7 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 @pytest.fixture(scope="module")
 def driven(tmp_path_factory):
-    python, why = envs.python_for("singa")
-    if python is None:
-        pytest.fail(f"the Singa environment is missing: {why}")
+    python = framework_python("singa")
     folder = tmp_path_factory.mktemp("singa")
     results = _drive(python, folder, ["models", "ops", "train", "refusals", "oom"])
     results.update(_drive(python, folder, ["threads"]))  # a fresh process: OpenMP reads it at load

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator import envs
+from tests.drivers import framework_python, run_driver
 from workers import models
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -237,22 +237,11 @@ axes: {framework: [tensorflow], model: [small_cnn, alexnet, mobilenet_v2, resnet
 
 @pytest.fixture(scope="session")
 def tensorflow_python() -> Path:
-    python, why = envs.python_for("tensorflow")
-    if python is None:
-        pytest.fail(f"the TensorFlow environment is missing: {why}")
-    return python
+    return framework_python("tensorflow")
 
 
 def _run(python: Path, script: Path, *args: str) -> None:
-    proc = subprocess.run(
-        [str(python), str(script), *args],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    run_driver(python, script, *args, timeout=400)
 
 
 @pytest.fixture(scope="module")
