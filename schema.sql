@@ -1,6 +1,7 @@
 -- bench results database: the single source of truth for its layout.
--- Bump user_version with every change; bench refuses a database of another version.
-PRAGMA user_version = 2;
+-- Bump user_version with every change; bench refuses a database of another version, except an
+-- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
+PRAGMA user_version = 3;
 
 -- One invocation of `bench run` (or `bench rerun`); --resume continues an existing sweep.
 CREATE TABLE sweeps (
@@ -50,6 +51,14 @@ CREATE TABLE runs (
     seconds                 REAL,
     after_steps             INTEGER,
     ignore_sigterm          INTEGER,
+    cpus                    TEXT,                        -- CPUs the run may use ("0-1,4"); NULL: all
+    memory_budget           INTEGER,                     -- bytes of RSS for the process tree
+    gpu_memory_budget       INTEGER,                     -- bytes of device memory (framework's cap)
+    sample_interval         REAL,                        -- seconds; NULL: the default; 0: no sampler
+    hold_threads            INTEGER,
+    hold_memory_mb          INTEGER,
+    hold_seconds            REAL,
+    hold_child_memory_mb    INTEGER,
     config_json             TEXT NOT NULL,
     -- the outcome and its evidence
     outcome                 TEXT NOT NULL CHECK (outcome IN ('ok', 'error', 'oom', 'crash', 'timeout',
@@ -79,6 +88,21 @@ CREATE TABLE runs (
     seconds_per_image       REAL,                        -- median over timed epochs
     final_train_loss        REAL,
     final_val_accuracy      REAL,
+    -- the sidecar profiler's summary (docs/profiler.md); "steady" means the timed epochs
+    samples_count           INTEGER,
+    sampler_status          TEXT,                        -- ok | off | missed: ... | failed: ... | died after ...
+    sampler_cpu_seconds     REAL,                        -- the sampler's own CPU time
+    cpu_allowed             INTEGER,                     -- how many CPUs the run could use
+    cpu_percent_mean        REAL,                        -- % of one core, steady mean
+    cpu_percent_max         REAL,
+    cpu_percent_allowed     REAL,                        -- steady mean as % of the CPUs allowed
+    threads_max             INTEGER,
+    threads_steady          INTEGER,                     -- most frequent count while steady
+    rss_peak_bytes          INTEGER,
+    rss_mean_bytes          REAL,                        -- steady mean
+    uss_peak_bytes          INTEGER,
+    gpu_memory_peak_bytes   INTEGER,
+    gpu_util_mean           REAL,                        -- % (NVML), steady mean
     -- where to look and how to do it again
     run_dir                 TEXT NOT NULL,
     worker_command          TEXT NOT NULL,
@@ -122,4 +146,44 @@ CREATE TABLE environments (
     threads_applied     TEXT,                            -- JSON: what the adapter applied and saw
     bench_commit        TEXT,
     extra               TEXT                             -- JSON: anything else the worker reported
+);
+
+-- The sidecar profiler's samples, as taken (elapsed seconds since the worker started).
+CREATE TABLE samples (
+    run_id              INTEGER NOT NULL REFERENCES runs(id),
+    seq                 INTEGER NOT NULL,
+    t                   REAL NOT NULL,
+    phase               TEXT,                            -- the worker's phase when taken
+    repeat              INTEGER,
+    epoch               INTEGER,
+    cpu_percent         REAL,                            -- % of one core since the previous sample
+    cpu_percent_allowed REAL,                            -- the same, as % of the CPUs allowed
+    threads             INTEGER,                         -- OS threads over the process tree
+    processes           INTEGER,
+    rss_bytes           INTEGER,
+    uss_bytes           INTEGER,                         -- at most once a second; NULL between
+    gpu_memory_bytes    INTEGER,                         -- NULL without NVML
+    gpu_util            REAL,
+    final               INTEGER NOT NULL DEFAULT 0,      -- 1: taken as the worker exited
+    PRIMARY KEY (run_id, seq)
+);
+
+-- Per phase of a run (each epoch and its evaluation apart): the resource summary of its samples.
+CREATE TABLE phases (
+    run_id                  INTEGER NOT NULL REFERENCES runs(id),
+    seq                     INTEGER NOT NULL,
+    phase                   TEXT NOT NULL,
+    repeat                  INTEGER,
+    epoch                   INTEGER,
+    samples                 INTEGER NOT NULL,
+    first_t                 REAL,
+    last_t                  REAL,
+    cpu_percent_mean        REAL,
+    cpu_percent_max         REAL,
+    cpu_percent_allowed     REAL,
+    threads_max             INTEGER,
+    rss_mean_bytes          REAL,
+    rss_peak_bytes          INTEGER,
+    gpu_memory_peak_bytes   INTEGER,
+    PRIMARY KEY (run_id, seq)
 );

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -32,6 +33,7 @@ FAULTS = (
     "sleep",
     "unsupported",
     "unavailable",
+    "hold",
 )
 
 
@@ -63,6 +65,16 @@ class RunConfig:
     seconds: float | None = None
     after_steps: int | None = None
     ignore_sigterm: bool | None = None
+    # Resources and sampling (added in schema 3; left out of the hash while unset, so the
+    # configurations of earlier sweeps keep their identity).
+    cpus: str | None = None  # canonical CPU list such as "0-1,4"; None: every CPU bench may use
+    memory_budget: int | None = None  # bytes of resident memory for the run's process tree
+    gpu_memory_budget: int | None = None  # bytes of device memory, capped by the framework itself
+    sample_interval: float | None = None  # seconds between resource samples; 0 turns the sampler off
+    hold_threads: int | None = None
+    hold_memory_mb: int | None = None
+    hold_seconds: float | None = None
+    hold_child_memory_mb: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,7 +82,8 @@ class RunConfig:
     @property
     def config_hash(self) -> str:
         """Stable identity: a hash of every setting, in canonical JSON."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        settings = {k: v for k, v in self.to_dict().items() if not (k in LATE_FIELDS and v is None)}
+        text = json.dumps(settings, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
@@ -88,7 +101,35 @@ class RunConfig:
 
 
 FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
-FAULT_FIELDS = ("fault", "exit_code", "seconds", "after_steps", "ignore_sigterm")
+FAULT_FIELDS = (
+    "fault",
+    "exit_code",
+    "seconds",
+    "after_steps",
+    "ignore_sigterm",
+    "hold_threads",
+    "hold_memory_mb",
+    "hold_seconds",
+    "hold_child_memory_mb",
+)
+LATE_FIELDS = frozenset(FIELD_NAMES[FIELD_NAMES.index("cpus") :])
+DEFAULT_SAMPLE_INTERVAL = 0.1
+SIZE_UNITS = {
+    "": 1 << 20,  # a bare number means MiB
+    "b": 1,
+    "k": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gib": 1 << 30,
+    "t": 1 << 40,
+    "tib": 1 << 40,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+}
 
 
 def _int(minimum: int) -> Callable[[Any], int]:
@@ -146,6 +187,74 @@ def _bool(value: Any) -> bool:
     return value
 
 
+def parse_size(value: Any) -> int:
+    """Bytes from a size such as ``512MiB``, ``2GiB`` or ``1.5G``; a bare number means MiB."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"expected a size such as 512MiB or 2GiB, got {value!r}")
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(value))
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in SIZE_UNITS:
+        raise ValueError(f"expected a size such as 512MiB or 2GiB (a bare number means MiB), got {value!r}")
+    size = int(float(match.group(1)) * SIZE_UNITS[unit])
+    if size <= 0:
+        raise ValueError(f"expected a positive size, got {value!r}")
+    return size
+
+
+def format_size(size: int | None) -> str:
+    if size is None:
+        return "—"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size} B"
+
+
+def parse_cpus(value: Any) -> str:
+    """A canonical CPU list ("0-3,6") from a list of numbers, one number, or a list string."""
+    if isinstance(value, bool):
+        raise ValueError(f'expected CPU numbers such as [0, 1] or "0-3,6", got {value!r}')
+    if isinstance(value, int):
+        items: list[Any] = [value]
+    elif isinstance(value, list):
+        items = value
+    elif isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+    else:
+        raise ValueError(f'expected CPU numbers such as [0, 1] or "0-3,6", got {value!r}')
+    return format_cpus(_cpu_numbers(items, value))
+
+
+def _cpu_numbers(items: list[Any], original: Any) -> set[int]:
+    cpus: set[int] = set()
+    for item in items:
+        if isinstance(item, int) and not isinstance(item, bool) and item >= 0:
+            cpus.add(item)
+            continue
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", item) if isinstance(item, str) else None
+        if match is None or (match.group(2) is not None and int(match.group(2)) < int(match.group(1))):
+            raise ValueError(f'expected CPU numbers such as [0, 1] or "0-3,6", got {original!r}')
+        cpus.update(range(int(match.group(1)), int(match.group(2) or match.group(1)) + 1))
+    if not cpus:
+        raise ValueError("expected at least one CPU")
+    return cpus
+
+
+def cpu_set(text: str) -> set[int]:
+    """The CPU numbers of a canonical list."""
+    return _cpu_numbers(text.split(","), text)
+
+
+def format_cpus(cpus: set[int]) -> str:
+    ranges: list[str] = []
+    for cpu in sorted(cpus):
+        if ranges and ranges[-1].split("-")[-1] == str(cpu - 1):
+            ranges[-1] = f"{ranges[-1].split('-')[0]}-{cpu}"
+        else:
+            ranges.append(str(cpu))
+    return ",".join(ranges)
+
+
 VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "framework": _choice(FRAMEWORKS, "framework"),
     "model": _choice(MODELS, "model"),
@@ -171,6 +280,14 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "seconds": _number(positive=False),
     "after_steps": _int(0),
     "ignore_sigterm": _bool,
+    "cpus": parse_cpus,
+    "memory_budget": parse_size,
+    "gpu_memory_budget": parse_size,
+    "sample_interval": _number(positive=False),
+    "hold_threads": _int(0),
+    "hold_memory_mb": _int(0),
+    "hold_seconds": _number(positive=False),
+    "hold_child_memory_mb": _int(0),
 }
 
 assert set(VALIDATORS) == set(FIELD_NAMES)

@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from orchestrator import migrate
 from orchestrator.errors import DatabaseError
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema.sql"
@@ -68,6 +69,8 @@ class Database:
         self.runs = self.meta.tables["runs"]
         self.epochs = self.meta.tables["epochs"]
         self.environments = self.meta.tables["environments"]
+        self.samples = self.meta.tables["samples"]
+        self.phases = self.meta.tables["phases"]
 
     def _prepare(self, path: Path | None, create: bool) -> None:
         expected = schema_version()
@@ -81,10 +84,7 @@ class Database:
                     conn.exec_driver_sql(statement)
                 return
             if found != expected:
-                raise DatabaseError(
-                    f"{path}: schema version {found}, but this bench expects {expected}: "
-                    f"use a new file with --db, or open it with the bench version that wrote it"
-                )
+                migrate.upgrade(conn, _statements(SCHEMA_PATH.read_text()), found, expected, path)
 
     def connect(self) -> Connection:
         return self.engine.connect()

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import envs, outcomes
-from orchestrator.config import RunConfig
+from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, RunConfig, cpu_set, format_cpus
 from orchestrator.process import Finished, run_worker
+from orchestrator.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
+from profiler import timeline as timelines
 
 WORKERS_PARENT = Path(__file__).resolve().parent.parent
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -39,6 +41,8 @@ class RunRecord:
     events: list[dict[str, Any]] = field(default_factory=list)
     stderr_tail: str = ""
     thread_env: dict[str, str] = field(default_factory=dict)
+    timeline: timelines.Timeline = field(default_factory=timelines.Timeline)
+    cpus_allowed: int = 0
 
 
 def now() -> str:
@@ -119,16 +123,60 @@ def execute(
     python, where = envs.python_for(config.framework, env_root)
     env, threads = worker_env(config)
     cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]
+    cpus, cpus_allowed, cpus_problem = allowed_cpus(config)
     started = now()
-    if python is None:
-        finished = None
-        outcome = outcomes.Outcome("unavailable", reason=where)
+    finished = None
+    timeline = timelines.Timeline()
+    if python is None or cpus_problem:
+        outcome = outcomes.Outcome("unavailable", reason=cpus_problem or where)
     else:
-        finished = run_worker(cmd, env, run_dir, config.timeout, tick=tick)
-        outcome = outcomes.classify(finished, run_dir, config.timeout)
-    return _gather(
+        sidecar = sidecar_for(config, run_dir)
+        if sidecar:
+            sidecar.launch()
+        finished = run_worker(
+            cmd,
+            env,
+            run_dir,
+            config.timeout,
+            tick=tick,
+            cpus=cpus,
+            on_start=sidecar.start if sidecar else None,
+            on_exit=sidecar.stop if sidecar else None,
+        )
+        timeline = timelines.read(run_dir / SAMPLES_FILE)
+        outcome = outcomes.classify(finished, run_dir, config.timeout, timeline)
+    rec = _gather(
         config, outcome, run_dir, started, finished, _shell_command(run_dir, env, threads, cmd), threads
     )
+    rec.timeline = timeline
+    rec.cpus_allowed = cpus_allowed
+    return rec
+
+
+def allowed_cpus(config: RunConfig) -> tuple[set[int] | None, int, str | None]:
+    """The CPUs to pin the run to, how many it may use, and why it cannot run if it cannot."""
+    available = os.sched_getaffinity(0)
+    if config.cpus is None:
+        return None, len(available), None
+    wanted = cpu_set(config.cpus)
+    missing = wanted - available
+    if missing:
+        return (
+            None,
+            len(wanted),
+            (
+                f"cpus {config.cpus}: CPU {format_cpus(missing)} is not available to bench on this machine "
+                f"(available: {format_cpus(available)})"
+            ),
+        )
+    return wanted, len(wanted), None
+
+
+def sidecar_for(config: RunConfig, run_dir: Path) -> Sidecar | None:
+    interval = DEFAULT_SAMPLE_INTERVAL if config.sample_interval is None else config.sample_interval
+    if interval <= 0:
+        return None
+    return Sidecar(SidecarSettings(interval, config.memory_budget), run_dir)
 
 
 def _gather(

@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 SECTIONS = ("name", "description", "settings", "axes", "exclude", "include")
 # A typo such as a long axis pasted twice should fail at load, not exhaust memory while expanding.
 MAX_CONFIGS = 100_000
+# Settings whose single value may itself be a list (on an axis: a list of lists).
+LIST_FIELDS = ("cpus",)
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "framework": FRAMEWORKS,
@@ -191,7 +193,10 @@ class _Reader:
         return value
 
     def field(self, key: str, node: Node) -> _Value:
-        value = self.scalar(node, key)
+        if key in LIST_FIELDS and isinstance(node, SequenceNode):
+            value = [self.scalar(item, key) for item in node.value]
+        else:
+            value = self.scalar(node, key)
         try:
             return _Value(validate_field(key, value), node.start_mark.line + 1)
         except ValueError as exc:

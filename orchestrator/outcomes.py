@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.process import Finished
+from orchestrator.config import format_size
+from orchestrator.process import Finished, memory_limit
+from profiler.timeline import Timeline
 
 OUTCOMES = (
     "ok",
@@ -28,6 +30,9 @@ OUTCOMES = (
 WORKER_STATUSES = {"ok", "error", "oom", "unsupported", "unavailable"}
 STDERR_TAIL_BYTES = 8192
 # What frameworks print when they run out of memory without raising a Python exception.
+# A SIGKILL that bench did not send counts as the kernel's OOM killer when the run's RSS in its last
+# samples had come this close to the memory it could have.
+NEAR_LIMIT = 0.9
 OOM_TEXT = re.compile(r"out of memory|std::bad_alloc|cannot allocate memory|MemoryError", re.I)
 
 
@@ -114,20 +119,61 @@ def _check_ok_result(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _from_signal(finished: Finished, stderr: str) -> Outcome:
+def _phase_text(record: dict[str, Any]) -> str:
+    phase = record.get("phase") or "start-up"
+    return f"{phase} {record['epoch']}" if record.get("epoch") and phase in ("epoch", "eval") else phase
+
+
+def _over_budget(finished: Finished, timeline: Timeline) -> Outcome:
+    budget = timeline.budget or {}
+    number = -finished.returncode if finished.returncode < 0 else None
+    peak = max([budget.get("rss") or 0] + [s.get("rss") or 0 for s in timeline.samples])
+    return Outcome(
+        "oom",
+        reason=f"memory budget {format_size(budget.get('budget'))} exceeded: RSS "
+        f"{format_size(budget.get('rss'))} in phase {_phase_text(budget)} (peak seen {format_size(peak)}); "
+        "bench killed the process tree (SIGKILL)",
+        exit_code=finished.returncode,
+        signal_number=number,
+        signal_name=signal_name(number) if number else None,
+    )
+
+
+def _kernel_oom(finished: Finished, timeline: Timeline | None) -> str | None:
+    """Why a SIGKILL bench did not send looks like the kernel's OOM killer, or None."""
+    if finished.oom_kills > 0:
+        return f"the kernel's OOM killer fired {finished.oom_kills} time(s) in this cgroup during the run"
+    live = [s for s in (timeline.samples if timeline else []) if not s.get("final") and s.get("rss")]
+    limit = memory_limit()
+    if not live or not limit:
+        return None
+    last = max(live[-3:], key=lambda s: s["rss"])
+    if last["rss"] < NEAR_LIMIT * limit:
+        return None
+    return (
+        f"its RSS in the last samples reached {format_size(last['rss'])} of the {format_size(limit)} "
+        f"it could have ({100 * last['rss'] / limit:.0f}%, in phase {_phase_text(last)})"
+    )
+
+
+def _from_signal(finished: Finished, stderr: str, timeline: Timeline | None) -> Outcome:
     number = -finished.returncode
     name = signal_name(number)
-    if number == signal.SIGKILL and finished.oom_kills > 0:
+    evidence = _kernel_oom(finished, timeline) if number == signal.SIGKILL else None
+    if evidence:
         return Outcome(
             "oom",
-            reason=f"killed by SIGKILL; the kernel's OOM killer fired {finished.oom_kills} time(s) "
-            "in this cgroup while the run lived",
+            reason=f"killed by SIGKILL, not sent by bench; {evidence}",
             signal_number=number,
             signal_name=name,
         )
+    reason = f"killed by {name}"
+    live = [s for s in (timeline.samples if timeline else []) if not s.get("final") and s.get("rss")]
+    if number == signal.SIGKILL and live:
+        reason += f" (not by bench; RSS in the last sample {format_size(live[-1]['rss'])}, no sign of OOM)"
     return Outcome(
         "crash",
-        reason=f"killed by {name}",
+        reason=reason,
         signal_number=number,
         signal_name=name,
         traceback=fatal_traceback(stderr),
@@ -152,7 +198,7 @@ def _from_result(result: dict[str, Any], finished: Finished) -> Outcome:
     return outcome
 
 
-def classify(finished: Finished, run_dir: Path, timeout: float) -> Outcome:
+def classify(finished: Finished, run_dir: Path, timeout: float, timeline: Timeline | None = None) -> Outcome:
     """The one outcome of a finished worker process, with its evidence."""
     stderr = read_tail(run_dir / "stderr.log")
     if finished.interrupted:
@@ -169,8 +215,10 @@ def classify(finished: Finished, run_dir: Path, timeout: float) -> Outcome:
             exit_code=finished.returncode,
             traceback=fatal_traceback(stderr),
         )
+    if timeline is not None and timeline.budget is not None:
+        return _over_budget(finished, timeline)
     if finished.returncode < 0:
-        return _from_signal(finished, stderr)
+        return _from_signal(finished, stderr, timeline)
     result, problem = _read_result(run_dir / "result.json")
     if result is not None:
         return _from_result(result, finished)

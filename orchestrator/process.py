@@ -32,13 +32,23 @@ class Finished:
     oom_kills: int = 0  # kernel OOM kills in our memory cgroup while the run lived
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     # If the orchestrator is SIGKILLed, the kernel kills the worker too instead of orphaning it.
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def _preexec(cpus: set[int] | None) -> Callable[[], None]:
+    def child_setup() -> None:
+        die_with_parent()
+        if cpus:
+            # Inherited by every process and thread the worker starts.
+            os.sched_setaffinity(0, cpus)
+
+    return child_setup
 
 
 def _cgroup_oom_file() -> Path | None:
@@ -53,6 +63,23 @@ def _cgroup_oom_file() -> Path | None:
     except (OSError, ValueError):
         pass
     return next((p for p in candidates if p.is_file()), None)
+
+
+def memory_limit() -> int | None:
+    """The memory the run can have before the kernel's OOM killer acts: the cgroup's limit or RAM."""
+    limits = []
+    oom_file = _cgroup_oom_file()
+    if oom_file is not None:
+        name = "memory.max" if oom_file.name == "memory.events" else "memory.limit_in_bytes"
+        try:
+            limits.append(int((oom_file.parent / name).read_text().strip()))
+        except (OSError, ValueError):  # "max": no limit
+            pass
+    try:
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (OSError, ValueError):
+        pass
+    return min(limits) if limits else None
 
 
 def oom_kill_count() -> int | None:
@@ -111,10 +138,19 @@ def run_worker(
     timeout: float,
     tick: Callable[[], None] | None = None,
     tick_seconds: float = 0.5,
+    cpus: set[int] | None = None,
+    on_start: Callable[[int, float], None] | None = None,
+    on_exit: Callable[[], None] | None = None,
 ) -> Finished:
-    """Run the worker to its end. KeyboardInterrupt is turned into ``interrupted``."""
+    """Run the worker to its end. KeyboardInterrupt is turned into ``interrupted``.
+
+    ``on_start(pid, t0)`` is called as soon as the worker exists (the sidecar starts there), and
+    ``on_exit()`` once the leader has exited, before the rest of its group is killed, so a
+    watcher can take its last look at children that are still alive.
+    """
     oom_before = oom_kill_count()
     start = time.monotonic()
+    t0 = time.time()
     with open(cwd / "stdout.log", "wb") as out, open(cwd / "stderr.log", "wb") as err:
         proc = subprocess.Popen(
             command,
@@ -124,10 +160,12 @@ def run_worker(
             stdout=out,
             stderr=err,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_preexec(cpus),
         )
     timed_out = interrupted = False
     try:
+        if on_start is not None:
+            on_start(proc.pid, t0)
         while not _wait(proc, min(tick_seconds, max(0.0, start + timeout - time.monotonic()))):
             if time.monotonic() - start >= timeout:
                 timed_out = True
@@ -138,6 +176,8 @@ def run_worker(
     except KeyboardInterrupt:
         interrupted = True
         _terminate(proc)
+    if on_exit is not None:
+        on_exit()
     # The leader is gone; anything it left behind in its group goes too.
     _kill_group(proc.pid, signal.SIGKILL)
     oom_after = oom_kill_count()

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from orchestrator import __version__, hostinfo
 from orchestrator.db import Database
 from orchestrator.execute import RunRecord, now, summarise, where_it_died
+from profiler import timeline as timelines
 
 # Config fields whose column has another name (the evidence has an exit_code too).
 COLUMN_FOR_FIELD = {"exit_code": "exit_code_setting"}
@@ -83,6 +84,7 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     )
     row.update(where_it_died(rec.events))
     row.update(summarise(rec.epochs))
+    row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
     return row
 
 
@@ -140,7 +142,7 @@ def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
 
 
 def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
-    """Insert the run, its epochs and its environment in one transaction; return the run id."""
+    """Insert the run, its epochs, environment and samples in one transaction; return the run id."""
     with db.begin() as conn:
         run_id = db.insert(conn, db.runs, _run_row(sweep_id, rec))
         conn.execute(
@@ -152,4 +154,10 @@ def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
         if rows:
             conn.execute(db.epochs.insert(), rows)
         db.insert(conn, db.environments, _environment_row(run_id, rec))
+        samples = timelines.sample_rows(rec.timeline, rec.cpus_allowed)
+        if samples:
+            conn.execute(db.samples.insert(), [{"run_id": run_id, **r} for r in samples])
+        phases = timelines.phases(rec.timeline, rec.cpus_allowed)
+        if phases:
+            conn.execute(db.phases.insert(), [{"run_id": run_id, **r} for r in phases])
     return run_id

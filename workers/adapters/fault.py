@@ -11,6 +11,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from workers.adapters import base
@@ -40,6 +41,56 @@ def _oom():
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     raise MemoryError("fault worker: allocation failed after %d MiB (address space capped)" % got)
+
+
+PAGE = 4096
+# The child of `hold`: allocates and touches its share, says so, and holds it.
+HOLD_CHILD = (
+    "import sys, time\n"
+    "n = int(sys.argv[1]) << 20\n"
+    "b = bytearray(n)\n"
+    "b[::4096] = b'\\x01' * len(range(0, n, 4096))\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(float(sys.argv[2]))\n"
+)
+
+
+def _touched(megabytes):
+    """That many MiB, every page written, so all of it is resident (a bare bytearray is not)."""
+    size = megabytes << 20
+    buf = bytearray(size)
+    buf[::PAGE] = b"\x01" * len(range(0, size, PAGE))
+    return buf
+
+
+def _hold(config, events):
+    """Hold threads and memory (in this process and, optionally, a child) for a while."""
+    seconds = config.get("hold_seconds") or 0.0
+    if events is not None:
+        events.set_phase("hold")
+    stop = threading.Event()
+    pool = [threading.Thread(target=stop.wait) for _ in range(config.get("hold_threads") or 0)]
+    for thread in pool:
+        thread.start()
+    memory = _touched(config.get("hold_memory_mb") or 0)
+    child = None
+    if config.get("hold_child_memory_mb"):
+        child = subprocess.Popen(
+            [sys.executable, "-c", HOLD_CHILD, str(config["hold_child_memory_mb"]), str(seconds + 60)],
+            stdout=subprocess.PIPE,
+        )
+        child.stdout.readline()  # its memory is touched
+    if events is not None:
+        events.emit("held", threads=len(pool), memory_mb=len(memory) >> 20,
+                    child_pid=child.pid if child else None)
+    time.sleep(seconds)
+    stop.set()
+    for thread in pool:
+        thread.join()
+    if child is not None:
+        child.kill()
+        child.wait()
+    del memory
 
 
 def _hang(config, events):
@@ -93,6 +144,9 @@ class Adapter(base.Adapter):
             raise base.Unavailable("fault worker: unavailable on purpose (nothing to install)")
         elif fault == "sleep":
             time.sleep(config.get("seconds") or 0)
+            self.fault = "ok"
+        elif fault == "hold":
+            _hold(config, self.events)
             self.fault = "ok"
 
     def setup(self):

@@ -1,0 +1,378 @@
+"""The sidecar sampler: a process of its own that watches one worker's process tree from outside.
+
+    python -m profiler.sampler --out samples.jsonl --events events.jsonl [--interval 0.1]
+        [--memory-budget BYTES] [--pid PID --t0 EPOCH_SECONDS]
+
+Without --pid it reads "PID T0" from its standard input: the orchestrator starts it first, so
+its own start-up overlaps the worker's and it is watching from the worker's first moments.
+
+It runs in the orchestrator's environment (psutil and NVML never enter a framework's), samples on
+a drift-corrected schedule until the worker exits, takes one last sample then, and appends every
+record to the output as one flushed JSON line, so the timeline survives the worker's segfault, a
+kernel OOM kill and the sampler's own death. Records (docs/profiler.md):
+
+    {"kind": "start", ...}            what the sampler could see (NVML or why not), its settings
+    {"kind": "sample", "t": ..., ...} one sample: seconds since the worker started, phase, cpu, ...
+    {"kind": "budget", ...}           the memory budget was crossed; the process tree was killed
+    {"kind": "end", ...}              how many samples, and the sampler's own CPU time
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import sys
+import time
+from collections.abc import Iterable
+from typing import IO, Any
+
+import psutil
+
+# The process tree is found by scanning every process's parent (no cheaper way without
+# CONFIG_PROC_CHILDREN); about 1 ms for 70 processes, so it is rescanned at most this often.
+TREE_RESCAN_SECONDS = 0.5
+# USS reads /proc/PID/smaps_rollup, several times the cost of the rest of a sample.
+USS_EVERY_SECONDS = 1.0
+# How often a memory budget is checked between samples (a statm read per process).
+WATCHDOG_SECONDS = 0.02
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+class Stop(Exception):
+    """The orchestrator asked the sampler to stop (SIGTERM)."""
+
+
+class PhaseTail:
+    """Follows the worker's event stream for its current phase, reading only what was appended."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path, self.offset, self.partial = path, 0, b""
+        self.phase: str | None = None
+        self.epoch: int | None = None
+        self.repeat: int | None = None
+
+    def poll(self) -> None:
+        if not self.path:
+            return
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        for line in lines:
+            if b'"phase"' in line:  # step events, the bulk of the stream, never contain it
+                self._take(line)
+
+    def _take(self, line: bytes) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if event.get("event") == "phase":
+            self.phase = event.get("phase")
+            self.epoch = event.get("epoch")
+            self.repeat = event.get("repeat", self.repeat)
+
+
+class Gpu:
+    """Device memory and utilisation of the run's processes through NVML, where there is one."""
+
+    def __init__(self) -> None:
+        self.nvml: Any = None
+        self.handles: list[Any] = []
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            self.nvml = pynvml
+            self.status = f"NVML: {len(self.handles)} device(s)"
+        except Exception as exc:  # no library, no driver, no device: GPU columns stay empty
+            self.status = f"no NVML ({type(exc).__name__}: {exc})".strip()
+
+    def measure(self, pids: set[int]) -> tuple[int | None, float | None]:
+        """Bytes of device memory the pids hold, and the mean utilisation of the devices they use."""
+        if self.nvml is None:
+            return None, None
+        used, utils = 0, []
+        for handle in self.handles:
+            try:
+                procs = self.nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+                mine = [p for p in procs if p.pid in pids]
+                if mine:
+                    used += sum(p.usedGpuMemory or 0 for p in mine)
+                    utils.append(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+            except self.nvml.NVMLError:
+                continue
+        return used, (sum(utils) / len(utils) if utils else None)
+
+
+class Tree:
+    """The worker and its descendants; CPU deltas per process between samples."""
+
+    def __init__(self, pid: int, t0: float) -> None:
+        self.root = psutil.Process(pid)
+        self.procs: dict[int, psutil.Process] = {pid: self.root}
+        self.cpu_seen: dict[int, float] = {}
+        self.last_scan = 0.0
+        self.last_wall = t0
+
+    def rescan(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last_scan < TREE_RESCAN_SECONDS:
+            return
+        self.last_scan = now
+        try:
+            children = self.root.children(recursive=True)
+        except psutil.Error:
+            children = []
+        current = {self.root.pid: self.root}
+        for child in children:
+            # Keep the object already known, so psutil's per-process caches carry over.
+            current[child.pid] = self.procs.get(child.pid, child)
+        self.procs = current
+        self.cpu_seen = {pid: cpu for pid, cpu in self.cpu_seen.items() if pid in current}
+
+    def pids(self) -> set[int]:
+        return set(self.procs)
+
+    def measure(self, with_uss: bool) -> dict[str, Any]:
+        """CPU % of one core since the last sample, threads, RSS and USS over the live processes."""
+        cpu_delta, threads, rss, uss, alive = 0.0, 0, 0, 0, 0
+        for pid, proc in list(self.procs.items()):
+            try:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    cpu = times.user + times.system
+                    cpu_delta += cpu - self.cpu_seen.get(pid, 0.0)
+                    self.cpu_seen[pid] = cpu
+                    if proc.status() == psutil.STATUS_ZOMBIE:
+                        continue  # its CPU counts; it holds no threads or memory any more
+                    threads += proc.num_threads()
+                    rss += proc.memory_info().rss
+                    if with_uss:
+                        uss += proc.memory_full_info().uss
+                    alive += 1
+            except psutil.Error:  # exited (or cannot be read) since the last scan: dropped
+                self.procs.pop(pid, None)
+                self.cpu_seen.pop(pid, None)
+        wall = time.time()
+        elapsed = max(wall - self.last_wall, 1e-6)
+        self.last_wall = wall
+        return {
+            "cpu": round(100.0 * cpu_delta / elapsed, 2),
+            "threads": threads,
+            "rss": rss,
+            "uss": uss if with_uss and alive else None,
+            "procs": alive,
+        }
+
+    def rss_fast(self) -> int:
+        """Resident bytes of the known processes from statm: the watchdog's cheap check."""
+        total = 0
+        for pid in list(self.procs):
+            try:
+                with open(f"/proc/{pid}/statm", "rb") as f:
+                    total += int(f.read().split()[1]) * PAGE_SIZE
+            except (OSError, ValueError, IndexError):
+                continue
+        return total
+
+
+class Sampler:
+    def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
+        self.args, self.out = args, out
+        self.t0 = args.t0 if args.t0 is not None else time.time()
+        self.tree = Tree(args.pid, self.t0)
+        self.tail = PhaseTail(args.events)
+        self.gpu = Gpu()
+        self.count = 0
+        self.last_uss = -USS_EVERY_SECONDS
+        self.peak_rss = 0
+        self.killed = False
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.out.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+    def sample(self, final: bool = False) -> dict[str, Any]:
+        self.tree.rescan(force=final or self.count == 0)
+        self.tail.poll()
+        now = time.monotonic()
+        with_uss = not final and now - self.last_uss >= USS_EVERY_SECONDS
+        if with_uss:
+            self.last_uss = now
+        record: dict[str, Any] = {"kind": "sample", "t": round(time.time() - self.t0, 4)}
+        record.update(phase=self.tail.phase, epoch=self.tail.epoch, repeat=self.tail.repeat)
+        record.update(self.tree.measure(with_uss))
+        record["gpu_mem"], record["gpu_util"] = self.gpu.measure(self.tree.pids())
+        if final:
+            record["final"] = True
+        self.peak_rss = max(self.peak_rss, record["rss"])
+        self.count += 1
+        self.write(record)
+        return record
+
+    def check_budget(self, rss: int | None = None) -> None:
+        budget = self.args.memory_budget
+        if not budget or self.killed:
+            return
+        rss = self.tree.rss_fast() if rss is None else rss
+        self.peak_rss = max(self.peak_rss, rss)
+        if rss <= budget:
+            return
+        self.tail.poll()
+        self.write(
+            {
+                "kind": "budget",
+                "t": round(time.time() - self.t0, 4),
+                "budget": budget,
+                "rss": rss,
+                "phase": self.tail.phase,
+                "epoch": self.tail.epoch,
+                "pids": sorted(self.tree.pids()),
+            }
+        )
+        self.killed = True
+        kill_tree(self.args.pid, self.tree.pids())
+
+    def loop(self, pidfd: int | None) -> None:
+        interval = self.args.interval
+        step = min(interval, WATCHDOG_SECONDS) if self.args.memory_budget else interval
+        start = time.monotonic()
+        next_sample = start
+        while True:
+            now = time.monotonic()
+            if now >= next_sample:
+                self.check_budget(self.sample()["rss"])
+                # Drift correction: the schedule is start + k * interval; a late sample does
+                # not push the later ones back, and missed ticks are skipped, not bunched.
+                ticks = int((now - start) / interval) + 1
+                next_sample = start + ticks * interval
+            else:
+                self.check_budget()
+            wake = min(next_sample, time.monotonic() + step)
+            if wait_exit(pidfd, self.args.pid, max(0.0, wake - time.monotonic())):
+                return
+
+
+def kill_tree(pid: int, pids: Iterable[int]) -> None:
+    """SIGKILL the worker's process group and every process of its tree."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    for other in pids:
+        try:
+            os.kill(other, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def wait_exit(pidfd: int | None, pid: int, seconds: float) -> bool:
+    """Sleep up to ``seconds``; True once the worker has exited (a zombie counts)."""
+    if pidfd is not None:
+        ready, _, _ = select.select([pidfd], [], [], seconds)
+        return bool(ready)
+    time.sleep(seconds)
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def own_cpu_seconds() -> float:
+    """This process's whole CPU time, interpreter start-up and imports included."""
+    times = os.times()
+    return times.user + times.system
+
+
+def _on_term(_signum: int, _frame: Any) -> None:
+    raise Stop()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m profiler.sampler", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--pid",
+        default="-",
+        help="the worker's pid (its process group leader); '-' (the default): read 'PID T0' from stdin, "
+        "so the sampler can start, and pay for its imports, before the worker exists",
+    )
+    parser.add_argument("--out", required=True, help="samples file (JSON lines, appended)")
+    parser.add_argument("--events", default=None, help="the worker's event stream, for the phase")
+    parser.add_argument("--interval", type=float, default=0.1, help="seconds between samples")
+    parser.add_argument("--memory-budget", type=int, default=None, help="kill the tree above these bytes")
+    parser.add_argument("--t0", type=float, default=None, help="the worker's start (time.time())")
+    return parser.parse_args(argv)
+
+
+def _target(args: argparse.Namespace) -> bool:
+    """Fill in pid and t0 (from stdin when --pid is '-'); False when there is nothing to watch."""
+    if args.pid == "-":
+        line = sys.stdin.readline().split()
+        if len(line) != 2:
+            return False  # the orchestrator went away before starting the worker
+        args.pid, args.t0 = int(line[0]), float(line[1])
+    else:
+        args.pid = int(args.pid)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not _target(args):
+        return 0
+    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the orchestrator's to handle
+    with open(args.out, "a", encoding="utf-8") as out:
+        try:
+            sampler = Sampler(args, out)
+        except psutil.NoSuchProcess:
+            out.write(json.dumps({"kind": "start", "missed": "the worker had ended before the first sample"}))
+            out.write("\n")
+            return 0
+        except psutil.Error as exc:
+            out.write(json.dumps({"kind": "start", "error": f"cannot watch pid {args.pid}: {exc}"}) + "\n")
+            return 1
+        try:
+            pidfd: int | None = os.pidfd_open(args.pid)
+        except (AttributeError, OSError):
+            pidfd = None
+        sampler.write(
+            {
+                "kind": "start",
+                "pid": args.pid,
+                "interval": args.interval,
+                "memory_budget": args.memory_budget,
+                "gpu": sampler.gpu.status,
+                "sampler_pid": os.getpid(),
+            }
+        )
+        try:
+            sampler.loop(pidfd)
+        except Stop:
+            pass
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the last records are written whatever comes
+        sampler.sample(final=True)
+        sampler.write(
+            {
+                "kind": "end",
+                "samples": sampler.count,
+                "peak_rss": sampler.peak_rss,
+                "cpu_seconds": round(own_cpu_seconds(), 4),
+                "wall_seconds": round(time.time() - sampler.t0, 4),
+            }
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

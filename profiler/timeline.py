@@ -1,0 +1,177 @@
+"""Read a run's samples file and summarise it: per run and per phase (docs/profiler.md).
+
+Pure functions over the sampler's records, used by the orchestrator once the run has ended.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# The phase whose samples describe steady training; summaries prefer it when the run reached it.
+STEADY_PHASE = "epoch"
+
+
+@dataclass
+class Timeline:
+    """Everything the sampler left on disk for one run."""
+
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    start: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = None  # set when the sampler killed the run over its memory budget
+    found: bool = False  # whether a samples file existed at all
+
+    @property
+    def status(self) -> str:
+        """ok, off, or why the timeline is short or missing (what there is, is kept)."""
+        if not self.found:
+            return "off"
+        if self.start is None:
+            return "failed: the sampler wrote nothing"
+        if self.start.get("missed"):
+            return f"missed: {self.start['missed']}"
+        if self.start.get("error"):
+            return f"failed: {self.start['error']}"
+        if self.end is None:
+            return f"died after {len(self.samples)} samples (the timeline up to then is kept)"
+        return "ok"
+
+    def last(self, count: int) -> list[dict[str, Any]]:
+        return self.samples[-count:]
+
+
+def read(path: Path) -> Timeline:
+    """Every well-formed record; a line cut short by the sampler's death is skipped."""
+    timeline = Timeline()
+    try:
+        handle = open(path, encoding="utf-8", errors="replace")
+    except OSError:
+        return timeline
+    timeline.found = True
+    with handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            kind = record.get("kind") if isinstance(record, dict) else None
+            if kind == "sample":
+                timeline.samples.append(record)
+            elif kind in ("start", "end", "budget"):
+                setattr(timeline, kind, record)
+    return timeline
+
+
+def _steady(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Samples of the timed epochs, or all but the final one when the run never reached them."""
+    steady = [s for s in samples if s.get("phase") == STEADY_PHASE and not s.get("final")]
+    return steady or [s for s in samples if not s.get("final")] or list(samples)
+
+
+def _mean(values: Sequence[float | int | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def _max(values: Sequence[float | int | None]) -> Any:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _mode(values: Sequence[int | None]) -> int | None:
+    counts = Counter(v for v in values if v)
+    if not counts:
+        return None
+    # The most frequent count; on a tie, the larger (threads a pool keeps, not a dip).
+    return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+
+def _share(cpu: float | None, cpus_allowed: int) -> float | None:
+    return _share(cpu, cpus_allowed)
+
+
+def summarise(timeline: Timeline, cpus_allowed: int) -> dict[str, Any]:
+    """The run's resource summary: the columns of the runs table that describe its resources."""
+    samples = timeline.samples
+    steady = _steady(samples)
+    cpu_mean = _mean([s.get("cpu") for s in steady])
+    peak_rss = _max([s.get("rss") for s in samples] + [(timeline.end or {}).get("peak_rss")])
+    return {
+        "samples_count": len(samples),
+        "sampler_status": timeline.status,
+        "sampler_cpu_seconds": (timeline.end or {}).get("cpu_seconds"),
+        "cpu_percent_mean": cpu_mean,
+        "cpu_percent_max": _max([s.get("cpu") for s in samples]),
+        "cpu_allowed": cpus_allowed,
+        "cpu_percent_allowed": _share(cpu_mean, cpus_allowed),
+        "threads_max": _max([s.get("threads") for s in samples]),
+        "threads_steady": _mode([s.get("threads") for s in steady]),
+        "rss_peak_bytes": peak_rss or None,
+        "rss_mean_bytes": _mean([s.get("rss") for s in steady if s.get("procs")]),
+        "uss_peak_bytes": _max([s.get("uss") for s in samples]),
+        "gpu_memory_peak_bytes": _max([s.get("gpu_mem") for s in samples]),
+        "gpu_util_mean": _mean([s.get("gpu_util") for s in steady]),
+    }
+
+
+def phases(timeline: Timeline, cpus_allowed: int) -> list[dict[str, Any]]:
+    """One row per phase (each epoch and its evaluation apart), in the order the run went through them."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for sample in timeline.samples:
+        key = (sample.get("phase") or "start", sample.get("repeat"), sample.get("epoch"))
+        groups.setdefault(key, []).append(sample)
+    rows = []
+    for seq, ((phase, repeat, epoch), samples) in enumerate(groups.items()):
+        live = [s for s in samples if s.get("procs")] or samples
+        cpu_mean = _mean([s.get("cpu") for s in samples])
+        rows.append(
+            {
+                "seq": seq,
+                "phase": phase,
+                "repeat": repeat,
+                "epoch": epoch,
+                "samples": len(samples),
+                "first_t": samples[0].get("t"),
+                "last_t": samples[-1].get("t"),
+                "cpu_percent_mean": cpu_mean,
+                "cpu_percent_max": _max([s.get("cpu") for s in samples]),
+                "cpu_percent_allowed": _share(cpu_mean, cpus_allowed),
+                "threads_max": _max([s.get("threads") for s in samples]),
+                "rss_mean_bytes": _mean([s.get("rss") for s in live]),
+                "rss_peak_bytes": _max([s.get("rss") for s in samples]),
+                "gpu_memory_peak_bytes": _max([s.get("gpu_mem") for s in samples]),
+            }
+        )
+    return rows
+
+
+def sample_rows(timeline: Timeline, cpus_allowed: int) -> list[dict[str, Any]]:
+    """The samples as rows of the samples table (without the run id)."""
+    rows = []
+    for seq, s in enumerate(timeline.samples):
+        cpu = s.get("cpu")
+        rows.append(
+            {
+                "seq": seq,
+                "t": s.get("t"),
+                "phase": s.get("phase"),
+                "repeat": s.get("repeat"),
+                "epoch": s.get("epoch"),
+                "cpu_percent": cpu,
+                "cpu_percent_allowed": _share(cpu, cpus_allowed),
+                "threads": s.get("threads"),
+                "processes": s.get("procs"),
+                "rss_bytes": s.get("rss"),
+                "uss_bytes": s.get("uss"),
+                "gpu_memory_bytes": s.get("gpu_mem"),
+                "gpu_util": s.get("gpu_util"),
+                "final": 1 if s.get("final") else 0,
+            }
+        )
+    return rows
