@@ -265,6 +265,9 @@ def _matches(config: RunConfig, entry: _Layer) -> bool:
 
 def _check(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:
     """Rules that span fields, blamed on the line that set the most specific culprit."""
+    if config.memory_budget is not None and config.sample_interval == 0:
+        key, line = _blame(layer, settings, ("sample_interval", "memory_budget"))
+        raise reader.error(line, key, "memory_budget needs the sampler, which sample_interval 0 turns off")
     if config.framework != "fault":
         stray = [key for key in FAULT_FIELDS if key in layer]
         if stray:

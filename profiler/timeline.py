@@ -93,7 +93,7 @@ def _mode(values: Sequence[int | None]) -> int | None:
 
 
 def _share(cpu: float | None, cpus_allowed: int) -> float | None:
-    return _share(cpu, cpus_allowed)
+    return cpu / cpus_allowed if cpu is not None and cpus_allowed else None
 
 
 def summarise(timeline: Timeline, cpus_allowed: int) -> dict[str, Any]:

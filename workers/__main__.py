@@ -62,6 +62,14 @@ def _load_adapter(config, result_path, events):
     return adapter
 
 
+def _affinity():
+    """The CPUs this process may run on, as the kernel sees it (None where unknown)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m workers")
     parser.add_argument("--spec", required=True, help="the run's spec.json")
@@ -76,7 +84,8 @@ def main(argv=None):
     # The decoded dataset file is where the data is, not part of what the configuration is.
     config["data_file"] = spec.get("data_file")
     events = EventWriter(spec["events_path"])
-    events.emit("start", pid=os.getpid(), python=platform.python_version(), executable=sys.executable)
+    events.emit("start", pid=os.getpid(), python=platform.python_version(), executable=sys.executable,
+                cpus=_affinity())
     adapter = None
     try:
         adapter = _load_adapter(config, spec["result_path"], events)

@@ -85,8 +85,16 @@ def _epoch(adapter, config, events, train_size, repeat, epoch):
     return record
 
 
+def check_gpu_memory_budget(config):
+    if config.get("gpu_memory_budget") and config.get("device") != "cuda":
+        from workers.adapters.base import Unsupported
+        raise Unsupported("gpu_memory_budget caps device memory; it does not apply to device {}".format(
+            config.get("device")))
+
+
 def run(adapter, config, events):
     """Run one configuration; return the result fields (status ok)."""
+    check_gpu_memory_budget(config)
     events.set_phase("import")
     info = adapter.setup()
     events.emit("setup", **info)

@@ -96,6 +96,16 @@ class Adapter(object):
         """Return (loss, accuracy) on the validation split."""
         raise NotImplementedError
 
+    def gpu_memory_budget(self):
+        """The configured device-memory cap in bytes (None: no cap). The runner has already
+        refused it on a device other than cuda."""
+        return self.config.get("gpu_memory_budget")
+
+    def refuse_gpu_memory_budget(self, why):
+        """For frameworks with no way to cap their device memory: the run is unsupported."""
+        if self.gpu_memory_budget():
+            raise Unsupported("gpu_memory_budget: {}".format(why))
+
     def is_oom(self, exc):
         """True when ``exc`` is this framework's out-of-memory error (host or device)."""
         return isinstance(exc, MemoryError)

@@ -67,6 +67,8 @@ class Adapter(base.Adapter):
         }
         if self.config["device"] == "cuda":
             info["cuda_version"] = _check_cuda(mx)
+            self.refuse_gpu_memory_budget("MXNet has no per-process cap on device memory "
+                                          "(its pool settings only shape what it keeps)")
             self.gpu, self.ctx = True, mx.gpu(0)
             info["device_name"] = "gpu(0)"
         elif self.config["device"] == "cpu":

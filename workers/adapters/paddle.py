@@ -53,6 +53,11 @@ class Adapter(base.Adapter):
     def setup(self):
         threads = int(self.config.get("threads") or 0)
         omp_env = _before_import(threads)
+        budget = self.gpu_memory_budget()
+        if budget:
+            # Paddle's own cap (a flag of its CUDA builds, read at import): allocations beyond it
+            # raise ResourceExhaustedError. Not verified here: no CUDA build of 3.3.1 on PyPI.
+            os.environ["FLAGS_gpu_memory_limit_mb"] = str(max(1, budget >> 20))
         try:
             import paddle
         except ImportError as exc:
@@ -72,6 +77,8 @@ class Adapter(base.Adapter):
             self.cuda = True
             self.place = paddle.CUDAPlace(0)
             paddle.set_device("gpu:0")
+            if budget:
+                info["gpu_memory_budget"] = {"bytes": budget, "flag_mb": budget >> 20}
             info.update(device_name=paddle.device.cuda.get_device_name(0),
                         cudnn_version=paddle.get_cudnn_version())
         elif self.config["device"] == "cpu":

@@ -54,6 +54,12 @@ class Adapter(base.Adapter):
             self.device = torch.device("cuda")
             # Let cuDNN pick the fastest algorithms for these shapes; warm-up absorbs the search.
             torch.backends.cudnn.benchmark = True
+            budget = self.gpu_memory_budget()
+            if budget:
+                # PyTorch's own cap: its caching allocator raises OutOfMemoryError beyond it.
+                total = torch.cuda.get_device_properties(0).total_memory
+                torch.cuda.set_per_process_memory_fraction(min(1.0, float(budget) / total), 0)
+                info["gpu_memory_budget"] = {"bytes": budget, "fraction": min(1.0, float(budget) / total)}
             info.update(device_name=torch.cuda.get_device_name(0),
                         cudnn_version=torch.backends.cudnn.version(), cudnn_benchmark=True)
         elif self.config["device"] == "cpu":

@@ -70,6 +70,7 @@ class Adapter(base.Adapter):
                 "Adam counts steps in Python, which a buffered graph never re-runs".format(
                     self.config["optimizer"]))
         sg = _import()
+        self.refuse_gpu_memory_budget("Singa has no per-process cap on device memory")
         if self.config["device"] == "cuda":
             raise base.Unavailable(
                 "singa {} from PyPI is a CPU-only build (singa_wrap has no USE_CUDA; it was compiled "

@@ -56,6 +56,12 @@ class Adapter(base.Adapter):
                                    "(cpu or cuda)".format(device))
         if device == "cuda":
             _check_cuda(tf)
+            budget = self.gpu_memory_budget()
+            if budget:
+                # TensorFlow's own cap, a virtual device of that size; set before the context starts.
+                gpu = tf.config.list_physical_devices("GPU")[0]
+                tf.config.set_logical_device_configuration(
+                    gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=budget // (1 << 20))])
         info = {
             "framework_version": tf.__version__,
             "keras_version": keras.__version__,
@@ -70,6 +76,9 @@ class Adapter(base.Adapter):
             details = tf.config.experimental.get_device_details(gpu)
             info.update(device_name=details.get("device_name", gpu.name),
                         cudnn_version=tf.sysconfig.get_build_info().get("cudnn_version"))
+            if self.gpu_memory_budget():
+                info["gpu_memory_budget"] = {"bytes": self.gpu_memory_budget(), "logical_device_mb":
+                                             self.gpu_memory_budget() // (1 << 20)}
         else:
             self.device = "/CPU:0"
             info["gpus_hidden"] = _hide_gpus(tf)
