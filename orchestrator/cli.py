@@ -12,8 +12,9 @@ from pathlib import Path
 
 import click
 
-from orchestrator import datasets, matrix, record
+from orchestrator import datasets, matrix, record, report_resources
 from orchestrator import report as reports
+from orchestrator import report_timeline as timelines
 from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, runs_root
 from orchestrator.config import RunConfig
 from orchestrator.db import Database
@@ -164,10 +165,25 @@ def run(
 
 @cli.command()
 @click.option("--crashes", is_flag=True, help="Only configurations that did not end ok, with where and why.")
+@click.option(
+    "--resources",
+    is_flag=True,
+    help="The profiler's summary per configuration (CPU %, threads, RSS, GPU), then the "
+    "multi-threading and batch-size comparisons.",
+)
+@click.option(
+    "--group-by",
+    default=None,
+    metavar="KEY[,KEY]",
+    help="With --resources: group the comparisons by these fields "
+    "(default framework,model,device,batch_size,threads; each drops the axis it compares).",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--sweep", "sweep_id", type=int, default=None, help="Sweep id (default: the latest).")
 @db_option
-def report(crashes: bool, fmt: str, sweep_id: int | None, db_url: str) -> None:
+def report(
+    crashes: bool, resources: bool, group_by: str | None, fmt: str, sweep_id: int | None, db_url: str
+) -> None:
     """One row per configuration: outcome, median epoch seconds, images/s, time per image.
 
     \b
@@ -175,9 +191,18 @@ def report(crashes: bool, fmt: str, sweep_id: int | None, db_url: str) -> None:
       bench report
       bench report --crashes
       bench report --format markdown > results.md
+      bench report --resources
+      bench report --resources --group-by framework,batch_size --format csv
     """
+    if crashes and resources:
+        raise ConfigError("--crashes and --resources are two different reports: choose one")
+    if group_by and not resources:
+        raise ConfigError("--group-by only applies with --resources")
     db = Database(db_url, create=False)
-    click.echo(reports.results(db, sweep_id, fmt, crashes))
+    if resources:
+        click.echo(report_resources.resources(db, sweep_id, fmt, group_by))
+    else:
+        click.echo(reports.results(db, sweep_id, fmt, crashes))
 
 
 @cli.command()
@@ -185,7 +210,8 @@ def report(crashes: bool, fmt: str, sweep_id: int | None, db_url: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @db_option
 def inspect(run_id: int, fmt: str, db_url: str) -> None:
-    """Post-mortem of one run: configuration, outcome and evidence, logs, environment, how to reproduce.
+    """Post-mortem of one run: configuration, outcome and evidence, resources and the last samples
+    before the end, logs, environment, how to reproduce.
 
     \b
     Example:
@@ -194,6 +220,32 @@ def inspect(run_id: int, fmt: str, db_url: str) -> None:
     db = Database(db_url, create=False)
     data = reports.load_run(db, run_id)
     click.echo(json.dumps(data, indent=2, default=str) if fmt == "json" else reports.inspect_text(data))
+
+
+@cli.command()
+@click.argument("run_id", type=int)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True
+)
+@click.option("--phase", default=None, help="Only the samples taken in this phase (setup, epoch, eval, …).")
+@db_option
+def timeline(run_id: int, fmt: str, phase: str | None, db_url: str) -> None:
+    """Every resource sample of one run, in the order taken, for plotting.
+
+    CSV and JSON carry every column of the samples table, raw: run_id; seq; t (seconds since the
+    worker started); phase, repeat, epoch (where the worker was); cpu_percent (% of one core since
+    the previous sample); cpu_percent_allowed (the same as % of the CPUs allowed); threads and
+    processes (over the process tree); rss_bytes; uss_bytes (at most once a second, else empty);
+    gpu_memory_bytes and gpu_util (% , empty without NVML); final (1: taken as the worker exited).
+
+    \b
+    Examples:
+      bench timeline 12
+      bench timeline 12 --format csv > run12.csv
+      bench timeline 12 --format json --phase epoch
+    """
+    db = Database(db_url, create=False)
+    click.echo(timelines.timeline(db, run_id, fmt, phase))
 
 
 @cli.command()

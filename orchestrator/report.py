@@ -7,8 +7,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from orchestrator import report_timeline as timelines
 from orchestrator.db import Database
-from orchestrator.errors import BenchError, RunNotFound
+from orchestrator.errors import BenchError
+from orchestrator.report_timeline import find_run
 from orchestrator.tables import Column, number, render
 
 
@@ -24,6 +26,13 @@ def pick_sweep(db: Database, sweep_id: int | None) -> dict[str, Any]:
     return sweep
 
 
+def sweep_heading(sweep: dict[str, Any]) -> str:
+    return (
+        f"sweep {sweep['id']} '{sweep['name']}' ({sweep['status']}, started {sweep['started_at']}) "
+        f"on {sweep['machine']}"
+    )
+
+
 def latest_runs(db: Database, sweep_id: int) -> list[dict[str, Any]]:
     """One row per configuration: its latest attempt in the sweep (a resumed run supersedes)."""
     runs = db.runs
@@ -32,7 +41,7 @@ def latest_runs(db: Database, sweep_id: int) -> list[dict[str, Any]]:
     return list(db.rows(query))
 
 
-def _model(row: dict[str, Any]) -> str:
+def model_label(row: dict[str, Any]) -> str:
     return f"fault:{row['fault']}" if row["framework"] == "fault" else row["model"]
 
 
@@ -59,7 +68,7 @@ def _accuracy(row: dict[str, Any]) -> str:
 RESULT_COLUMNS = [
     Column("run", "id"),
     Column("framework", "framework", lambda r: r["framework"]),
-    Column("model", "model", _model),
+    Column("model", "model", model_label),
     Column("device", "device", lambda r: r["device"]),
     Column("batch", "batch_size"),
     Column("optimizer", "optimizer", lambda r: r["optimizer"]),
@@ -92,7 +101,7 @@ def why(row: dict[str, Any]) -> str:
 CRASH_COLUMNS = [
     Column("run", "id"),
     Column("framework", "framework", lambda r: r["framework"]),
-    Column("model", "model", _model),
+    Column("model", "model", model_label),
     Column("device", "device", lambda r: r["device"]),
     Column("batch", "batch_size"),
     Column("outcome", "outcome", lambda r: r["outcome"]),
@@ -116,10 +125,7 @@ def results(db: Database, sweep_id: int | None, fmt: str, crashes: bool) -> str:
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-    head = (
-        f"sweep {sweep['id']} '{sweep['name']}' ({sweep['status']}, started {sweep['started_at']}) "
-        f"on {sweep['machine']}"
-    )
+    head = sweep_heading(sweep)
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no runs"
     if crashes and not rows:
         return f"{head}\nevery configuration ended ok"
@@ -127,9 +133,7 @@ def results(db: Database, sweep_id: int | None, fmt: str, crashes: bool) -> str:
 
 
 def load_run(db: Database, run_id: int) -> dict[str, Any]:
-    run = next(db.rows(sa.select(db.runs).where(db.runs.c.id == run_id)), None)
-    if run is None:
-        raise RunNotFound(f"no run {run_id} in {db.url}")
+    run = find_run(db, run_id)
     env = next(db.rows(sa.select(db.environments).where(db.environments.c.run_id == run_id)), {})
     epochs = list(
         db.rows(
@@ -139,7 +143,14 @@ def load_run(db: Database, run_id: int) -> dict[str, Any]:
         )
     )
     sweep = pick_sweep(db, run["sweep_id"])
-    return {"run": run, "environment": env, "epochs": epochs, "sweep": sweep}
+    return {
+        "run": run,
+        "environment": env,
+        "epochs": epochs,
+        "sweep": sweep,
+        "phases": timelines.phases(db, run_id),
+        "last_samples": timelines.samples(db, run_id, last=timelines.LAST_SAMPLES),
+    }
 
 
 def inspect_text(data: dict[str, Any]) -> str:
@@ -173,6 +184,7 @@ def inspect_text(data: dict[str, Any]) -> str:
                 f"{number(e['images_per_second'], 4)} images/s, loss {number(e['train_loss'])}, "
                 f"val acc {number(e['val_accuracy'])}"
             )
+    lines += timelines.resource_lines(run, data["phases"], data["last_samples"])
     if run.get("traceback"):
         lines += ["", "traceback:"] + ["  " + t for t in run["traceback"].rstrip().splitlines()]
     if run.get("stderr_tail"):

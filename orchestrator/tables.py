@@ -15,8 +15,14 @@ def number(value: Any, digits: int = 3) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) < 1e5 else f"{value:,.0f}"
+        # Past `digits` integer digits, %g would switch to exponents: whole numbers read better.
+        return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:,.0f}"
     return str(value)
+
+
+def mib(value: Any) -> str:
+    """Bytes as MiB, for a column whose header carries the unit."""
+    return "—" if value is None else number(value / (1 << 20))
 
 
 class Column:
@@ -53,3 +59,8 @@ def render(
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     return "\n".join(lines)
+
+
+def mib_column(header: str, key: str) -> Column:
+    """A column of bytes shown as MiB; CSV and JSON keep the bytes."""
+    return Column(header, key, lambda row: mib(row.get(key)))
