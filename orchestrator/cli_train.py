@@ -11,10 +11,10 @@ import click
 
 from orchestrator import datasets, record
 from orchestrator.cli_options import db_option, env_dir_option, runs_root
-from orchestrator.config import FAULT_FIELDS, RunConfig, validate_field
+from orchestrator.config import FAULT_FIELDS, RunConfig, format_size, validate_field
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
-from orchestrator.matrix import parse_only
+from orchestrator.matrix import LIST_FIELDS, parse_only
 from orchestrator.progress import Progress
 from orchestrator.sweep import run_configs
 from orchestrator.tables import number
@@ -45,16 +45,24 @@ def build_config(values: dict[str, str | None]) -> RunConfig:
     for key, raw in values.items():
         if raw is None:
             continue
+        if key in LIST_FIELDS:  # "0,2" is one CPU list, not two settings
+            try:
+                settings[key] = validate_field(key, raw)
+            except ValueError as exc:
+                raise ConfigError(f"{_option_name(key)}: {exc}") from None
+            continue
         try:
             (value,) = parse_only(f"{key}={raw}", _option_name(key))[key]
         except ConfigError as exc:
             raise ConfigError(
                 str(exc).replace(f"{_option_name(key)}: {key}:", f"{_option_name(key)}:")
             ) from None
-        settings[key] = validate_field(key, value)
+        settings[key] = value  # parse_only has validated it
     if settings.get("data_dir"):
         settings["data_dir"] = str(Path(settings["data_dir"]).resolve())
     config = RunConfig(**settings)
+    if config.memory_budget is not None and config.sample_interval == 0:
+        raise ConfigError("--sample-interval: memory_budget needs the sampler, which 0 turns off")
     if config.framework == "fault":
         return dataclasses.replace(config, fault=config.fault or "ok")
     stray = [k for k in FAULT_FIELDS if k in settings]
@@ -98,6 +106,13 @@ def _summary(db: Database, run_id: int) -> str:
             f"median epoch {number(run['median_epoch_seconds'])} s, "
             f"{number(run['images_per_second'], 4)} images/s, "
             f"{number(run['seconds_per_image'] * 1000)} ms/image, {run['parameter_count']:,} parameters"
+        )
+    if run.get("samples_count"):
+        lines.append(
+            f"resources: CPU {number(run['cpu_percent_mean'])}% of one core "
+            f"({number(run['cpu_percent_allowed'])}% of {run['cpu_allowed']} CPUs), "
+            f"threads {run['threads_steady'] or '—'} steady ({run['threads_max']} max), "
+            f"peak RSS {format_size(run['rss_peak_bytes'])}"
         )
     lines.append(f"details: bench inspect {run_id}")
     return "\n".join(lines)

@@ -39,6 +39,12 @@ def test_train_runs_and_records_one_configuration(cli, workdir):
         ),
         (("--dataset", "cifar10"), "--data-dir: dataset cifar10 needs the folder"),
         (("--fault", "segfault"), "--fault: only applies to framework fault"),
+        (("--cpus", "1-"), "--cpus: expected CPU numbers such as [0, 1]"),
+        (("--memory-budget", "lots"), "--memory-budget: expected a size such as 512MiB"),
+        (
+            ("--memory-budget", "1GiB", "--sample-interval", "0"),
+            "--sample-interval: memory_budget needs the sampler",
+        ),
     ],
 )
 def test_train_rejects_bad_options_before_anything_runs(cli, workdir, args, message):
@@ -46,3 +52,14 @@ def test_train_rejects_bad_options_before_anything_runs(cli, workdir, args, mess
     assert result.exit_code == 1
     assert result.output.startswith("error: " + message), result.output
     assert not (workdir / "bench.db").exists()
+
+
+def test_train_takes_resource_limits_and_prints_what_the_sampler_saw(cli, workdir):
+    result = cli(
+        "train", "--framework", "fault", "--fault", "hold", "--hold-threads", "2", "--hold-seconds", "0.5",
+        "--cpus", "0,1", "--memory-budget", "2GiB", "--dataset-size", "64",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "resources: CPU" in result.output and "threads 3 steady (3 max)" in result.output
+    row = sqlite3.connect(workdir / "bench.db").execute("SELECT cpus, memory_budget FROM runs").fetchone()
+    assert row == ("0-1", 2 << 30)
