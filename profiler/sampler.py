@@ -33,7 +33,7 @@ import psutil
 
 # The process tree is found by scanning every process's parent (no cheaper way without
 # CONFIG_PROC_CHILDREN): 1 to 2 ms for 70 processes, so it is rescanned at most this often.
-TREE_RESCAN_SECONDS = 1.0
+TREE_RESCAN_SECONDS = 0.5
 # USS reads /proc/PID/smaps_rollup, several times the cost of the rest of a sample.
 USS_EVERY_SECONDS = 1.0
 # How often a memory budget is checked between samples (a statm read per process).

@@ -35,7 +35,7 @@ include:
   - {hold_memory_mb: 400, hold_seconds: 8, memory_budget: 150MiB}
   - {hold_seconds: 1.0, sample_interval: 0}
   - {hold_seconds: 2.0, sample_interval: 0.05, seed: 1}
-  - {hold_seconds: 0.5, cpus: [1], hold_child_memory_mb: 10}
+  - {hold_seconds: 1.5, cpus: [1], hold_child_memory_mb: 10}
   - {cpus: "999"}
   - {fault: segfault, after_steps: 2000, dataset_size: 20000, batch_size: 1, warmup_steps: 0}
   - {fault: ok, gpu_memory_budget: 1GiB}
