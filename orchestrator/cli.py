@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator import datasets, matrix, record, report_resources
+from orchestrator import datasets, matrix, record, report_cli
 from orchestrator import report as reports
 from orchestrator import report_timeline as timelines
 from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, runs_root
@@ -179,12 +179,52 @@ def run(
     "(default framework,model,device,batch_size,threads; each drops the axis it compares).",
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--sweep", "sweep_id", type=int, default=None, help="Sweep id (default: the latest).")
+@click.option(
+    "--table",
+    type=click.Choice(report_cli.TABLES),
+    default="results",
+    show_default=True,
+    help="results: one row per configuration; comparison: framework rows, model × device columns, "
+    "seconds per epoch; batch: images/s and ms/image by batch size; accuracy: validation accuracy "
+    "at epochs 5, 10, … by optimizer and lr; resources: as --resources (docs/reports.md).",
+)
+@click.option(
+    "--where",
+    default=None,
+    metavar="KEY=VALUE[,KEY=VALUE]",
+    help="Only configurations with these settings (a key given twice accepts either value).",
+)
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="ID[,ID]|all",
+    help="Sweeps to read (repeatable, or comma-separated, or all; default: the latest). "
+    "results, --crashes and --resources read one.",
+)
+@click.option(
+    "--compare",
+    nargs=2,
+    type=int,
+    default=None,
+    metavar="SWEEP_A SWEEP_B",
+    help="Per configuration in both sweeps: epoch seconds and peak RSS of each, B/A, and "
+    "faster/slower where the difference exceeds the noise.",
+)
 @db_option
 def report(
-    crashes: bool, resources: bool, group_by: str | None, fmt: str, sweep_id: int | None, db_url: str
+    crashes: bool,
+    resources: bool,
+    group_by: str | None,
+    fmt: str,
+    table: str,
+    where: str | None,
+    sweeps: tuple[str, ...],
+    compare: tuple[int, int] | None,
+    db_url: str,
 ) -> None:
-    """One row per configuration: outcome, median epoch seconds, images/s, time per image.
+    """One row per configuration: outcome, median epoch seconds, images/s, time per image;
+    or, with --table, the research's comparison, batch-size and accuracy tables.
 
     \b
     Examples:
@@ -193,16 +233,17 @@ def report(
       bench report --format markdown > results.md
       bench report --resources
       bench report --resources --group-by framework,batch_size --format csv
+      bench report --table comparison --sweep all
+      bench report --table batch --where framework=mxnet,device=cpu --format csv
+      bench report --table accuracy --sweep 3,5
+      bench report --compare 3 5
     """
     if crashes and resources:
         raise ConfigError("--crashes and --resources are two different reports: choose one")
-    if group_by and not resources:
-        raise ConfigError("--group-by only applies with --resources")
     db = Database(db_url, create=False)
-    if resources:
-        click.echo(report_resources.resources(db, sweep_id, fmt, group_by))
-    else:
-        click.echo(reports.results(db, sweep_id, fmt, crashes))
+    click.echo(
+        report_cli.report(db, table, sweeps, where, fmt, crashes, resources, group_by, compare or None)
+    )
 
 
 @cli.command()

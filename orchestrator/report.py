@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from orchestrator import report_timeline as timelines
 from orchestrator.db import Database
 from orchestrator.errors import BenchError
+from orchestrator.report_select import where_conditions
 from orchestrator.report_timeline import find_run
 from orchestrator.tables import Column, number, render
 
@@ -33,10 +34,18 @@ def sweep_heading(sweep: dict[str, Any]) -> str:
     )
 
 
-def latest_runs(db: Database, sweep_id: int) -> list[dict[str, Any]]:
-    """One row per configuration: its latest attempt in the sweep (a resumed run supersedes)."""
+def latest_runs(
+    db: Database, sweep_id: int, where: dict[str, frozenset[Any]] | None = None
+) -> list[dict[str, Any]]:
+    """One row per configuration: its latest attempt in the sweep (a resumed run supersedes);
+    `where` (from `--where`) keeps only the configurations whose fields have those values."""
     runs = db.runs
-    latest = sa.select(sa.func.max(runs.c.id)).where(runs.c.sweep_id == sweep_id).group_by(runs.c.config_hash)
+    conditions = where_conditions(runs, where or {})
+    latest = (
+        sa.select(sa.func.max(runs.c.id))
+        .where(runs.c.sweep_id == sweep_id, *conditions)
+        .group_by(runs.c.config_hash)
+    )
     query = sa.select(runs).where(runs.c.id.in_(latest)).order_by(runs.c.id)
     return list(db.rows(query))
 
@@ -111,9 +120,15 @@ CRASH_COLUMNS = [
 ]
 
 
-def results(db: Database, sweep_id: int | None, fmt: str, crashes: bool) -> str:
+def results(
+    db: Database,
+    sweep_id: int | None,
+    fmt: str,
+    crashes: bool,
+    where: dict[str, frozenset[Any]] | None = None,
+) -> str:
     sweep = pick_sweep(db, sweep_id)
-    rows = latest_runs(db, sweep["id"])
+    rows = latest_runs(db, sweep["id"], where)
     if crashes:
         rows = [r for r in rows if r["outcome"] != "ok"]
         for r in rows:

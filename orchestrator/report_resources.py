@@ -103,10 +103,16 @@ def raw_columns(keys: Sequence[str]) -> list[Column]:
     return [Column(k, k) for k in keys]
 
 
-def resources(db: Database, sweep_id: int | None, fmt: str, group_by: str | None) -> str:
+def resources(
+    db: Database,
+    sweep_id: int | None,
+    fmt: str,
+    group_by: str | None,
+    where: dict[str, frozenset[Any]] | None = None,
+) -> str:
     keys = parse_group_by(group_by)
     sweep = pick_sweep(db, sweep_id)
-    rows = latest_runs(db, sweep["id"])
+    rows = latest_runs(db, sweep["id"], where)
     peaks = _peak_phases(db, [r["id"] for r in rows])
     for r in rows:
         r["rss_peak_phase"] = peaks.get(r["id"])

@@ -1,0 +1,205 @@
+"""Which runs a report reads, and how runs of one configuration are pooled.
+
+`--sweep` picks sweeps (the latest by default), `--where` filters on configuration fields. Within each
+sweep a configuration counts by its latest attempt (a resumed run supersedes an interrupted one).
+The same configuration in several selected sweeps is pooled, but only within one machine: the
+machine fingerprint is part of every grouping key, so runs of different machines are never mixed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from orchestrator import matrix
+from orchestrator.config import DEVICES, FIELD_NAMES, FRAMEWORKS, MODELS, OPTIMIZERS
+from orchestrator.db import Database
+from orchestrator.errors import BenchError, ConfigError
+
+ALL = "all"
+SWEEP_COLUMNS = ("id", "name", "kind", "status", "started_at", "host", "machine")
+# The runs table stores the fault worker's `exit_code` setting apart from the process's exit status.
+FIELD_COLUMNS = {name: "exit_code_setting" if name == "exit_code" else name for name in FIELD_NAMES}
+_ORDER = {"framework": FRAMEWORKS, "model": MODELS, "device": DEVICES, "optimizer": OPTIMIZERS}
+
+
+def parse_sweeps(values: Iterable[str]) -> list[int] | str | None:
+    """`--sweep 3 --sweep 5`, `--sweep 3,5` or `--sweep all`; None means the latest sweep."""
+    ids: list[int] = []
+    for value in values:
+        for part in (p.strip() for p in str(value).split(",")):
+            if part == ALL:
+                return ALL
+            if not part.isdigit():
+                raise ConfigError(f"--sweep {value}: expected sweep ids (3, or 3,5) or 'all'")
+            ids.append(int(part))
+    return sorted(set(ids)) or None
+
+
+def pick_sweeps(db: Database, wanted: list[int] | str | None) -> list[dict[str, Any]]:
+    sweeps = db.sweeps
+    query = sa.select(*(sweeps.c[k] for k in SWEEP_COLUMNS)).order_by(sweeps.c.id)
+    if wanted is None:
+        query = query.order_by(None).order_by(sweeps.c.id.desc()).limit(1)
+    elif wanted != ALL:
+        query = query.where(sweeps.c.id.in_(wanted))
+    found = list(db.rows(query))
+    if not found:
+        raise BenchError("the database has no sweeps yet")
+    missing = sorted(set(wanted) - {s["id"] for s in found}) if isinstance(wanted, list) else []
+    if missing:
+        raise BenchError(f"no sweep {', '.join(map(str, missing))}")
+    return found
+
+
+def parse_where(text: str | None) -> dict[str, frozenset[Any]]:
+    """Validated like `bench run --only`: unknown keys and impossible values are one-line errors."""
+    return matrix.parse_only(text, "--where") if text else {}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The sweeps a report reads and the filter on their runs."""
+
+    sweeps: tuple[dict[str, Any], ...]
+    where: dict[str, frozenset[Any]]
+
+    @property
+    def sweep_ids(self) -> list[int]:
+        return [s["id"] for s in self.sweeps]
+
+
+def selection(db: Database, sweeps: Iterable[str] = (), where: str | None = None) -> Selection:
+    """From the command line's text: `--sweep` values and the `--where` filter."""
+    return Selection(tuple(pick_sweeps(db, parse_sweeps(sweeps))), parse_where(where))
+
+
+def where_conditions(runs: sa.Table, where: dict[str, frozenset[Any]]) -> list[Any]:
+    return [runs.c[FIELD_COLUMNS[key]].in_(sorted(values, key=str)) for key, values in where.items()]
+
+
+def latest_ids(db: Database, sel: Selection) -> Any:
+    """The latest attempt of each configuration in each selected sweep, filtered (a subquery)."""
+    runs = db.runs
+    return (
+        sa.select(sa.func.max(runs.c.id))
+        .where(runs.c.sweep_id.in_(sel.sweep_ids), *where_conditions(runs, sel.where))
+        .group_by(runs.c.sweep_id, runs.c.config_hash)
+    )
+
+
+# --- machines ---------------------------------------------------------------------------------
+
+
+def machine_labels(sweeps: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """A short name per machine fingerprint: its host name(s) and the fingerprint's hash."""
+    hosts: dict[str, list[str]] = {}
+    for s in sweeps:
+        names = hosts.setdefault(s["machine"], [])
+        if s["host"] not in names:
+            names.append(s["host"])
+    return {fp: f"{'+'.join(names)} [{_digest(fp)}]" for fp, names in hosts.items()}
+
+
+def _digest(fingerprint: str) -> str:
+    match = re.search(r"\[([0-9a-f]+)\]\s*$", fingerprint)
+    if match:
+        return match.group(1)
+    import hashlib
+
+    return hashlib.sha256(fingerprint.encode()).hexdigest()[:8]
+
+
+def machine_note(labels: dict[str, str], verb: str = "come from") -> str | None:
+    if len(labels) < 2:
+        return None
+    described = "; ".join(f"{label} = {fp}" for fp, label in labels.items())
+    return f"note: these results {verb} {len(labels)} machines, never pooled: {described}"
+
+
+# --- one summary per configuration and machine ---------------------------------------------------
+
+
+RUN_METRICS = (
+    "id",
+    "outcome",
+    "median_epoch_seconds",
+    "min_epoch_seconds",
+    "max_epoch_seconds",
+    "images_per_second",
+    "steps_per_epoch",
+    "rss_peak_bytes",
+)
+
+
+def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
+    """One row per machine and configuration: its settings, its runs' outcomes and pooled timing.
+
+    The median is the median of the ok runs' medians (each over its timed epochs, every repeat);
+    the spread is min–max over every timed epoch of those runs. Runs arrive ordered by group, so
+    only one group's runs are held at a time.
+    """
+    r, s = db.runs, db.sweeps
+    fields = [r.c[col].label(name) for name, col in FIELD_COLUMNS.items()]
+    query = (
+        sa.select(s.c.machine, r.c.config_hash, *fields, *(r.c[k] for k in RUN_METRICS))
+        .join(s, s.c.id == r.c.sweep_id)
+        .where(r.c.id.in_(latest_ids(db, sel)))
+        .order_by(s.c.machine, r.c.config_hash, r.c.id)
+    )
+    groups = itertools.groupby(db.rows(query), key=lambda row: (row["machine"], row["config_hash"]))
+    return [_summary(list(runs)) for _, runs in groups]
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    # A failed run's timing and memory describe how it failed, not the configuration: left out.
+    ok = [r for r in runs if r["outcome"] == "ok"]
+    row = {k: runs[-1][k] for k in ("machine", "config_hash", *FIELD_NAMES)}
+    row.update(runs=len(runs), ok_runs=len(ok), last_run=runs[-1]["id"])
+    row["failed"] = sorted(r["outcome"] for r in runs if r["outcome"] != "ok")
+    row["outcome"] = "ok" if ok else "/".join(sorted(set(row["failed"])))
+    row["epoch_seconds_median"] = spread(r["median_epoch_seconds"] for r in ok)[0]
+    row["epoch_seconds_min"] = spread(r["min_epoch_seconds"] for r in ok)[1]
+    row["epoch_seconds_max"] = spread(r["max_epoch_seconds"] for r in ok)[2]
+    row["images_per_second_median"] = spread(r["images_per_second"] for r in ok)[0]
+    row["steps_per_epoch"] = spread(r["steps_per_epoch"] for r in ok)[2]
+    row["rss_peak_bytes_median"], row["rss_peak_bytes_min"], row["rss_peak_bytes_max"] = spread(
+        r["rss_peak_bytes"] for r in ok
+    )
+    row["timed_epochs"] = len(ok) * row["epochs"] * row["repeats"]
+    return row
+
+
+def spread(values: Iterable[float | None]) -> tuple[float | None, float | None, float | None]:
+    """Median, min and max of the values that are there; None for each when none is."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None, None, None
+    return statistics.median(present), min(present), max(present)
+
+
+def varying(rows: Iterable[dict[str, Any]], fields: Sequence[str] = FIELD_NAMES) -> list[str]:
+    """The configuration fields with more than one value among the rows, in configuration order."""
+    seen: dict[str, set[Any]] = {f: set() for f in fields}
+    for row in rows:
+        for f in fields:
+            seen[f].add(row[f])
+    return [f for f in fields if len(seen[f]) > 1]
+
+
+def sort_key(row: dict[str, Any], fields: Sequence[str]) -> tuple[Any, ...]:
+    """Frameworks, models, devices and optimizers in their usual order; numbers by value; None last."""
+    key: list[Any] = []
+    for f in fields:
+        value = row.get(f)
+        order = _ORDER.get(f)
+        if order is not None and value in order:
+            value = order.index(value)
+        key.append((value is None, str(type(value)), value if value is not None else 0))
+    return tuple(key)

@@ -1,0 +1,363 @@
+"""`bench report --table NAME`: the research's tables, each built as plain rows and columns.
+
+Every builder returns a `Table`: display `rows` and `columns` (tables.Column, for the terminal,
+markdown or HTML) and tidy `records` (one measurement per row, raw numbers, for CSV, JSON and
+plots). Cells are medians with their min–max spread; units are in the headers. See docs/reports.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from orchestrator.db import Database
+from orchestrator.report import sweep_heading
+from orchestrator.report_select import (
+    Selection,
+    latest_ids,
+    machine_labels,
+    machine_note,
+    sort_key,
+    spread,
+    summaries,
+    varying,
+)
+from orchestrator.tables import Column, number, render
+
+DEVICE_NAMES = {"cpu": "CPU", "cuda": "GPU"}
+ACCURACY_STEP = 5  # the research reads validation accuracy at epochs 5, 10, ...
+
+
+@dataclass
+class Table:
+    """One report table: display rows and columns, and the same data as tidy raw records."""
+
+    name: str
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    record_keys: list[str]
+    notes: list[str] = field(default_factory=list)
+    sweeps: Sequence[dict[str, Any]] = ()
+    machines: dict[str, str] = field(default_factory=dict)  # label -> fingerprint
+
+
+def render_table(table: Table, fmt: str) -> str:
+    if fmt == "csv":
+        return render(table.records, [Column(k, k) for k in table.record_keys], "csv")
+    if fmt == "json":
+        document = {
+            "table": table.name,
+            "title": table.title,
+            "sweeps": list(table.sweeps),
+            "machines": table.machines,
+            "notes": table.notes,
+            "rows": table.records,
+        }
+        return json.dumps(document, indent=2, default=str)
+    parts = [*sweeps_heading(table.sweeps), table.title]
+    parts.append(render(table.rows, table.columns, fmt) if table.rows else "no runs match")
+    return "\n".join(parts + table.notes)
+
+
+def sweeps_heading(sweeps: Sequence[dict[str, Any]]) -> list[str]:
+    if len(sweeps) <= 3:
+        return [sweep_heading(s) for s in sweeps]
+    return [f"{len(sweeps)} sweeps, {sweeps[0]['id']} to {sweeps[-1]['id']}"]
+
+
+# --- shared pieces ------------------------------------------------------------------------------
+
+
+def field_text(name: str, value: Any) -> str:
+    if value is None:
+        return "all" if name == "cpus" else "—"
+    if name == "threads":
+        return str(value) if value else "default"
+    if name == "lr":
+        return f"{value:g}"
+    return number(value)
+
+
+def key_column(key: str) -> Column:
+    return Column(key, key, lambda r: field_text(key, r.get(key)))
+
+
+def key_columns(keys: Sequence[str]) -> list[Column]:
+    return [key_column(k) for k in keys]
+
+
+def with_range(median: float | None, low: float | None, high: float | None, scale: float = 1.0) -> str:
+    """`1.23 (1.20–1.31)`; the range is left out when there is one value."""
+    if median is None:
+        return "—"
+    text = number(median * scale)
+    if low is not None and high is not None and low != high:
+        text += f" ({number(low * scale)}–{number(high * scale)})"
+    return text
+
+
+def _load(sel: Selection, db: Database) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
+    """The configurations' summaries with a machine label each, and the machine note if any."""
+    labels = machine_labels(sel.sweeps)
+    rows = summaries(db, sel)
+    for row in rows:
+        row["fingerprint"] = row["machine"]
+        row["machine"] = labels[row["machine"]]
+    used = {fp: label for fp, label in labels.items() if any(r["fingerprint"] == fp for r in rows)}
+    note = machine_note(used)
+    return rows, used, [note] if note else []
+
+
+def _keys(rows: list[dict[str, Any]], always: Sequence[str], exclude: Sequence[str]) -> list[str]:
+    """What tells rows apart: the machine where there are several, the fields always shown, and
+    every other field that varies in the selection, so no two configurations share a row."""
+    machine = ["machine"] if len({r["machine"] for r in rows}) > 1 else []
+    extra = [f for f in varying(rows) if f not in always and f not in exclude]
+    return machine + list(always) + extra
+
+
+def _table(name: str, title: str, sel: Selection, machines: dict[str, str], notes: list[str]) -> Table:
+    return Table(
+        name,
+        title,
+        [],
+        [],
+        [],
+        [],
+        notes=notes,
+        sweeps=sel.sweeps,
+        machines={label: fp for fp, label in machines.items()},
+    )
+
+
+def _record(row: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    return {k: row.get(k) for k in keys}
+
+
+# --- the research's comparison: framework rows, model × device columns --------------------------
+
+
+def _epoch_cell(s: dict[str, Any] | None) -> str:
+    """Median epoch seconds (min–max); the outcome where no run ended ok; — where nothing ran."""
+    if s is None:
+        return "—"
+    if not s["ok_runs"]:
+        return s["outcome"]
+    text = with_range(s["epoch_seconds_median"], s["epoch_seconds_min"], s["epoch_seconds_max"])
+    if s["failed"]:
+        text += f" (+{len(s['failed'])} {'/'.join(sorted(set(s['failed'])))})"
+    return text
+
+
+def _device(device: str) -> str:
+    return DEVICE_NAMES.get(device, device)
+
+
+def comparison(db: Database, sel: Selection) -> Table:
+    """Rows: framework × dataset size (and any other field that varies); columns: model × device."""
+    rows, machines, notes = _load(sel, db)
+    title = "median seconds per epoch (min–max over timed epochs); — not run; else the outcome"
+    table = _table("comparison", title, sel, machines, notes)
+    keys = _keys(rows, ("framework", "dataset_size"), ("model", "device"))
+    rows.sort(key=lambda r: sort_key(r, [*keys, "model", "device"]))
+    pivot: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in rows:
+        line = pivot.setdefault(tuple(r[k] for k in keys), {**_record(r, keys), "cells": {}})
+        cell = f"{r['model']} {_device(r['device'])}"
+        line["cells"][cell] = r
+        line[cell] = r["epoch_seconds_median"] if r["ok_runs"] else r["outcome"]
+    table.rows = list(pivot.values())
+    models_devices = sorted({(r["model"], r["device"]) for r in rows}, key=_model_device_order)
+    table.columns = key_columns(keys) + [_epoch_column(f"{m} {_device(d)}") for m, d in models_devices]
+    table.record_keys = [*keys, "model", "device", *SUMMARY_KEYS]
+    table.records = [_record(r, table.record_keys) for r in rows]
+    return table
+
+
+# The raw numbers of a configuration's summary, as named in CSV and JSON (units in the names).
+SUMMARY_KEYS = [
+    "outcome",
+    "runs",
+    "ok_runs",
+    "epoch_seconds_median",
+    "epoch_seconds_min",
+    "epoch_seconds_max",
+    "config_hash",
+]
+
+
+def _model_device_order(cell: tuple[str, str]) -> tuple[Any, ...]:
+    return sort_key({"model": cell[0], "device": cell[1]}, ("model", "device"))
+
+
+def _epoch_column(cell: str) -> Column:
+    return Column(f"{cell} epoch s", cell, lambda row: _epoch_cell(row["cells"].get(cell)))
+
+
+# --- throughput against batch size -------------------------------------------------------------
+
+
+def batch(db: Database, sel: Selection) -> Table:
+    """One row per configuration, grouped by everything but the batch size, ascending batch."""
+    rows, machines, notes = _load(sel, db)
+    title = (
+        "throughput by batch size: median over timed epochs (min–max); "
+        "×: images/s against the smallest batch of the group"
+    )
+    table = _table("batch", title, sel, machines, notes)
+    keys = _keys(rows, ("framework", "model", "device", "threads"), ("batch_size",))
+    rows.sort(key=lambda r: sort_key(r, [*keys, "batch_size"]))
+    for r in rows:
+        _throughput(r)
+    _speedups(rows, keys)
+    table.rows = rows
+    table.columns = key_columns(keys) + [
+        Column("batch", "batch_size"),
+        Column("outcome", "outcome", lambda r: r["outcome"]),
+        Column("images/s (median, min–max)", "images_per_second_median", _ips_cell),
+        Column("ms/image (median, min–max)", "seconds_per_image_median", _ms_cell),
+        Column("images/s vs smallest batch", "speedup_vs_smallest_batch", _speedup_cell),
+        Column("runs", "runs"),
+    ]
+    table.record_keys = [*keys, "batch_size", *BATCH_KEYS]
+    table.records = [_record(r, table.record_keys) for r in rows]
+    return table
+
+
+BATCH_KEYS = [
+    "outcome",
+    "runs",
+    "ok_runs",
+    "images_per_epoch",
+    "images_per_second_median",
+    "images_per_second_min",
+    "images_per_second_max",
+    "seconds_per_image_median",
+    "seconds_per_image_min",
+    "seconds_per_image_max",
+    "speedup_vs_smallest_batch",
+    "config_hash",
+]
+
+
+def _throughput(r: dict[str, Any]) -> None:
+    """Every timed epoch of a configuration trains the same images (whole batches), so the epoch
+    seconds' median and range give those of images/s and seconds per image without the epochs table."""
+    steps = r.get("steps_per_epoch")
+    images = steps * r["batch_size"] if steps else None
+    r["images_per_epoch"] = images
+    low, high = r["epoch_seconds_min"], r["epoch_seconds_max"]
+    median = r["epoch_seconds_median"]
+    ok = images and low and high and median
+    r["images_per_second_min"] = images / high if ok else None
+    r["images_per_second_max"] = images / low if ok else None
+    r["seconds_per_image_median"] = median / images if ok else None
+    r["seconds_per_image_min"] = low / images if ok else None
+    r["seconds_per_image_max"] = high / images if ok else None
+
+
+def _speedups(rows: list[dict[str, Any]], keys: Sequence[str]) -> None:
+    base: dict[tuple[Any, ...], float] = {}
+    for r in rows:  # ascending batch size within each group
+        group = tuple(r[k] for k in keys)
+        ips = r["images_per_second_median"]
+        if ips and group not in base:
+            base[group] = ips
+        r["speedup_vs_smallest_batch"] = ips / base[group] if ips and group in base else None
+
+
+def _ips_cell(r: dict[str, Any]) -> str:
+    return with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])
+
+
+def _ms_cell(r: dict[str, Any]) -> str:
+    spi = ("seconds_per_image_median", "seconds_per_image_min", "seconds_per_image_max")
+    median, low, high = (r[k] for k in spi)
+    return with_range(median, low, high, scale=1000)
+
+
+def _speedup_cell(r: dict[str, Any]) -> str:
+    value = r["speedup_vs_smallest_batch"]
+    return "—" if value is None else f"×{value:.2f}"
+
+
+# --- validation accuracy against optimizer and learning rate -----------------------------------
+
+
+def accuracy_epochs(last: int, step: int = ACCURACY_STEP) -> list[int]:
+    """Epochs 5, 10, … and the last one; every epoch when there are fewer than `step`."""
+    step = step if last >= step else 1
+    return [e for e in range(1, last + 1) if e % step == 0 or e == last]
+
+
+def accuracy(db: Database, sel: Selection) -> Table:
+    """One row per configuration; a column per epoch read, median over repeats and runs (min–max)."""
+    rows, machines, notes = _load(sel, db)
+    title = "validation accuracy (fraction 0–1) after the epoch: median over repeats and runs (min–max)"
+    table = _table("accuracy", title, sel, machines, notes)
+    keys = _keys(rows, ("framework", "optimizer", "lr"), ())
+    rows.sort(key=lambda r: sort_key(r, keys))
+    epochs = accuracy_epochs(max((r["epochs"] for r in rows), default=0))
+    values = _accuracies(db, sel, epochs)
+    for r in rows:
+        found = values.get((r["fingerprint"], r["config_hash"]), {})
+        r["accuracy"] = {e: (*spread(found.get(e, ())), len(found.get(e, ()))) for e in epochs}
+        for e in epochs:
+            r[f"val_accuracy_epoch_{e}"] = r["accuracy"][e][0]
+    table.rows = rows
+    table.columns = [*key_columns(keys), Column("outcome", "outcome", lambda r: r["outcome"])]
+    table.columns += [_accuracy_column(e) for e in epochs]
+    table.record_keys = [*keys, "epoch", "outcome", *ACCURACY_KEYS, "config_hash"]
+    # One record per configuration and epoch it trained for (an epoch past its last is not a value).
+    table.records = [
+        {**_record(r, keys), "epoch": e, "outcome": r["outcome"], "config_hash": r["config_hash"]}
+        | dict(zip(ACCURACY_KEYS, r["accuracy"][e], strict=True))
+        for r in rows
+        for e in epochs
+        if e <= r["epochs"]
+    ]
+    return table
+
+
+ACCURACY_KEYS = ["val_accuracy_median", "val_accuracy_min", "val_accuracy_max", "values"]
+
+
+def _accuracy_column(epoch: int) -> Column:
+    def cell(r: dict[str, Any]) -> str:
+        median, low, high, _ = r["accuracy"][epoch]
+        return with_range(median, low, high)
+
+    return Column(f"epoch {epoch} val acc", f"val_accuracy_epoch_{epoch}", cell)
+
+
+def _accuracies(
+    db: Database, sel: Selection, epochs: list[int]
+) -> dict[tuple[str, str], dict[int, list[float]]]:
+    """Validation accuracy of ok runs at the epochs asked for, every repeat, by machine and config."""
+    e, r, s = db.epochs, db.runs, db.sweeps
+    query = (
+        sa.select(s.c.machine, r.c.config_hash, e.c.epoch, e.c.val_accuracy)
+        .join(r, r.c.id == e.c.run_id)
+        .join(s, s.c.id == r.c.sweep_id)
+        .where(r.c.id.in_(latest_ids(db, sel)), r.c.outcome == "ok", e.c.epoch.in_(epochs))
+        .where(e.c.val_accuracy.is_not(None))
+    )
+    found: dict[tuple[str, str], dict[int, list[float]]] = {}
+    for row in db.rows(query):
+        found.setdefault((row["machine"], row["config_hash"]), {}).setdefault(row["epoch"], []).append(
+            row["val_accuracy"]
+        )
+    return found
+
+
+BUILDERS: dict[str, Callable[[Database, Selection], Table]] = {
+    "comparison": comparison,
+    "batch": batch,
+    "accuracy": accuracy,
+}
