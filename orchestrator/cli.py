@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator import datasets, matrix, record, report_cli
+from orchestrator import datasets, html_report, matrix, record, report_cli, report_figures_runs
 from orchestrator import report as reports
 from orchestrator import report_timeline as timelines
 from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, runs_root
@@ -211,6 +211,22 @@ def run(
     help="Per configuration in both sweeps: epoch seconds and peak RSS of each, B/A, and "
     "faster/slower where the difference exceeds the noise.",
 )
+@click.option(
+    "--html",
+    "html_dir",
+    default=None,
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Write one self-contained page of plots and tables to DIR/index.html (the plots also as "
+    "DIR/plots/*.png); reads --sweep and --where. Example: bench report --html site/ --sweep 3",
+)
+@click.option(
+    "--timeline-config",
+    default=None,
+    metavar="KEY=VALUE[,KEY=VALUE]",
+    help="With --html: the configuration whose resource timelines the page draws, per framework "
+    "(default: the one most frameworks ran ok). Example: --timeline-config model=resnet50,batch_size=32",
+)
 @db_option
 def report(
     crashes: bool,
@@ -221,6 +237,8 @@ def report(
     where: str | None,
     sweeps: tuple[str, ...],
     compare: tuple[int, int] | None,
+    html_dir: str | None,
+    timeline_config: str | None,
     db_url: str,
 ) -> None:
     """One row per configuration: outcome, median epoch seconds, images/s, time per image;
@@ -237,10 +255,15 @@ def report(
       bench report --table batch --where framework=mxnet,device=cpu --format csv
       bench report --table accuracy --sweep 3,5
       bench report --compare 3 5
+      bench report --html report/ --sweep 3
     """
     if crashes and resources:
         raise ConfigError("--crashes and --resources are two different reports: choose one")
     db = Database(db_url, create=False)
+    if html_dir is not None or timeline_config is not None:
+        other = crashes or resources or bool(group_by or compare) or table != "results" or fmt != "table"
+        click.echo(html_report.from_cli(db, html_dir, timeline_config, sweeps, where, other))
+        return
     click.echo(
         report_cli.report(db, table, sweeps, where, fmt, crashes, resources, group_by, compare or None)
     )
@@ -249,16 +272,29 @@ def report(
 @cli.command()
 @click.argument("run_id", type=int)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    metavar="FILE.png",
+    type=click.Path(dir_okay=False),
+    help="Also draw the run's resource timeline to FILE.png: CPU %, threads, RSS against time, phases "
+    "shaded, how it ended marked. Example: bench inspect 12 --plot run12.png",
+)
 @db_option
-def inspect(run_id: int, fmt: str, db_url: str) -> None:
+def inspect(run_id: int, fmt: str, plot_path: str | None, db_url: str) -> None:
     """Post-mortem of one run: configuration, outcome and evidence, resources and the last samples
     before the end, logs, environment, how to reproduce.
 
     \b
-    Example:
+    Examples:
       bench inspect 12
+      bench inspect 12 --plot run12.png
     """
     db = Database(db_url, create=False)
+    if plot_path is not None:
+        report_figures_runs.plot_run(db, run_id, Path(plot_path))
+        click.echo(f"timeline of run {run_id}: {plot_path}", err=True)
     data = reports.load_run(db, run_id)
     click.echo(json.dumps(data, indent=2, default=str) if fmt == "json" else reports.inspect_text(data))
 
