@@ -249,9 +249,17 @@ def write(db: Database, sel: Selection, out_dir: Path, timeline_config: str | No
     page, sections = build(db, sel, timeline_config)
     plot_dir = out_dir / "plots"
     plot_dir.mkdir(parents=True, exist_ok=True)
+    # The plots of an earlier page in this folder go, so plots/ matches the page; only files bench
+    # listed as its own are removed, never anything else a user keeps there.
+    manifest = plot_dir / ".bench-plots"
+    if manifest.exists():
+        for name in manifest.read_text().split():
+            (plot_dir / Path(name).name).unlink(missing_ok=True)
+    names = [f"{plot.id}.png" for section in sections for plot in section.plots]
     for section in sections:
         for plot in section.plots:
             (plot_dir / f"{plot.id}.png").write_bytes(plot.png)
+    manifest.write_text("\n".join(names) + "\n")
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")
     return index

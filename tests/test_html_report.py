@@ -202,11 +202,16 @@ def test_page_of_a_fault_sweep(db: Path, tmp_path: Path):
 
 
 def test_only_crashes_still_gives_a_page(db: Path, tmp_path: Path):
+    make_page(db, tmp_path / "site", "--sweep", "1")
+    (tmp_path / "site" / "plots" / "mine.txt").write_text("a user's notes")
     page, index = make_page(db, tmp_path / "site", "--sweep", "2")
+    assert (tmp_path / "site" / "plots" / "mine.txt").exists()
     assert set(page.images) == {"crash-map-1"}
     assert sorted(page.empty) == ["accuracy", "batch", "timelines"]
     html = index.read_text()
     assert "No run ended ok with timed epochs" in html and "No run ended ok with resource samples" in html
+    # written into the folder of sweep 1's page: that page's plots are gone, a user's file is not
+    assert sorted(p.name for p in (tmp_path / "site" / "plots").glob("*.png")) == ["crash-map-1.png"]
     assert html.count("<tr>") >= 3 + 3  # comparison rows and the crash list's
     check_screenshot(index, tmp_path)
 
