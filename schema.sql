@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;
 
 -- One invocation of `bench run` (or `bench rerun`); --resume continues an existing sweep.
 CREATE TABLE sweeps (
@@ -59,6 +59,7 @@ CREATE TABLE runs (
     hold_memory_mb          INTEGER,
     hold_seconds            REAL,
     hold_child_memory_mb    INTEGER,
+    trace                   TEXT,                        -- kernels: traced (timings perturbed); NULL: off
     config_json             TEXT NOT NULL,
     -- the outcome and its evidence
     outcome                 TEXT NOT NULL CHECK (outcome IN ('ok', 'error', 'oom', 'crash', 'timeout',
@@ -103,6 +104,10 @@ CREATE TABLE runs (
     uss_peak_bytes          INTEGER,
     gpu_memory_peak_bytes   INTEGER,
     gpu_util_mean           REAL,                        -- % (NVML), steady mean
+    -- kernel and operator tracing (docs/kernels.md), for runs with trace: kernels
+    trace_backend           TEXT,                        -- torch.profiler, tf.profiler, cupti, nsys, ...
+    trace_status            TEXT,                        -- ok | failed: ... | missing: ...
+    trace_seconds           REAL,                        -- the traced region: the timed epochs' seconds
     -- where to look and how to do it again
     run_dir                 TEXT NOT NULL,
     worker_command          TEXT NOT NULL,
@@ -185,5 +190,20 @@ CREATE TABLE phases (
     rss_mean_bytes          REAL,
     rss_peak_bytes          INTEGER,
     gpu_memory_peak_bytes   INTEGER,
+    PRIMARY KEY (run_id, seq)
+);
+
+-- Per kernel (GPU) or operator (CPU) name of a traced run, summed over its timed epochs.
+CREATE TABLE kernels (
+    run_id              INTEGER NOT NULL REFERENCES runs(id),
+    seq                 INTEGER NOT NULL,                -- 0: the most time
+    backend             TEXT NOT NULL,                   -- what recorded it (runs.trace_backend)
+    device              TEXT NOT NULL,                   -- cpu | cuda
+    name                TEXT NOT NULL,                   -- as the backend reported it
+    class               TEXT NOT NULL,                   -- profiler/kernels.py: gemm, batched gemm, ...
+    tile                TEXT,                            -- tile shape where the name carries one
+    calls               INTEGER NOT NULL,
+    total_seconds       REAL NOT NULL,                   -- self time (CPU operators), device time (kernels)
+    share               REAL,                            -- of the run's summed kernel/operator time
     PRIMARY KEY (run_id, seq)
 );

@@ -14,6 +14,7 @@ import click
 
 from orchestrator import datasets, html_report, matrix, record, report_cli, report_figures_runs
 from orchestrator import report as reports
+from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
 from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, runs_root
 from orchestrator.config import RunConfig
@@ -227,6 +228,12 @@ def run(
     help="With --html: the configuration whose resource timelines the page draws, per framework "
     "(default: the one most frameworks ran ok). Example: --timeline-config model=resnet50,batch_size=32",
 )
+@click.option(
+    "--kernels",
+    is_flag=True,
+    help="Where traced runs' time went (trace: kernels): per framework, time by kernel class side by "
+    "side, GEMM tiles, top names (docs/kernels.md). Example: bench report --kernels --where model=alexnet",
+)
 @db_option
 def report(
     crashes: bool,
@@ -239,6 +246,7 @@ def report(
     compare: tuple[int, int] | None,
     html_dir: str | None,
     timeline_config: str | None,
+    kernels: bool,
     db_url: str,
 ) -> None:
     """One row per configuration: outcome, median epoch seconds, images/s, time per image;
@@ -256,10 +264,15 @@ def report(
       bench report --table accuracy --sweep 3,5
       bench report --compare 3 5
       bench report --html report/ --sweep 3
+      bench report --kernels --where framework=pytorch,framework=tensorflow
     """
     if crashes and resources:
         raise ConfigError("--crashes and --resources are two different reports: choose one")
     db = Database(db_url, create=False)
+    if kernels:
+        other = crashes or resources or bool(group_by or compare or html_dir) or table != "results"
+        click.echo(kernel_reports.from_cli(db, sweeps, where, fmt, other))
+        return
     if html_dir is not None or timeline_config is not None:
         other = crashes or resources or bool(group_by or compare) or table != "results" or fmt != "table"
         click.echo(html_report.from_cli(db, html_dir, timeline_config, sweeps, where, other))

@@ -20,6 +20,7 @@ MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16")
 DEVICES = ("cpu", "cuda")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
 DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100")
+TRACES = ("off", "kernels")
 FAULTS = (
     "ok",
     "raise",
@@ -75,6 +76,8 @@ class RunConfig:
     hold_memory_mb: int | None = None
     hold_seconds: float | None = None
     hold_child_memory_mb: int | None = None
+    # Kernel and operator tracing (schema 4): None (off) or "kernels". Traced timings are perturbed.
+    trace: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,6 +176,16 @@ def _choice(options: tuple[str, ...], what: str) -> Callable[[Any], str]:
         return value
 
     return check
+
+
+def _trace(value: Any) -> str | None:
+    # YAML 1.1 reads a bare `off` as false; both mean untraced, stored as None so that the
+    # configurations recorded before tracing existed keep their hash.
+    if value is False or value is None or value == "off":
+        return None
+    if value != "kernels":
+        raise ValueError(f"unknown trace {value!r} (known: {', '.join(TRACES)})")
+    return "kernels"
 
 
 def _path(value: Any) -> str:
@@ -288,6 +301,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "hold_memory_mb": _int(0),
     "hold_seconds": _number(positive=False),
     "hold_child_memory_mb": _int(0),
+    "trace": _trace,
 }
 
 assert set(VALIDATORS) == set(FIELD_NAMES)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import envs, outcomes
+from orchestrator import envs, outcomes, tracing
 from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, RunConfig, cpu_set, format_cpus
 from orchestrator.process import Finished, run_worker
 from orchestrator.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
@@ -43,6 +43,7 @@ class RunRecord:
     thread_env: dict[str, str] = field(default_factory=dict)
     timeline: timelines.Timeline = field(default_factory=timelines.Timeline)
     cpus_allowed: int = 0
+    trace: dict[str, Any] | None = None  # trace: kernels runs: backend, status, records
 
 
 def now() -> str:
@@ -124,6 +125,7 @@ def execute(
     env, threads = worker_env(config)
     cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]
     cpus, cpus_allowed, cpus_problem = allowed_cpus(config)
+    cmd, trace_note = tracing.wrap(config, cmd, env) if python else (cmd, None)
     started = now()
     finished = None
     timeline = timelines.Timeline()
@@ -150,6 +152,7 @@ def execute(
     )
     rec.timeline = timeline
     rec.cpus_allowed = cpus_allowed
+    rec.trace = tracing.collect(config, run_dir, outcome.result, trace_note)
     return rec
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from orchestrator import __version__, hostinfo
+from orchestrator import __version__, hostinfo, tracing
 from orchestrator.db import Database
 from orchestrator.execute import RunRecord, now, summarise, where_it_died
+from profiler import kernels as kernel_classes
 from profiler import timeline as timelines
 
 # Config fields whose column has another name (the evidence has an exit_code too).
@@ -85,6 +86,7 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     row.update(where_it_died(rec.events))
     row.update(summarise(rec.epochs))
     row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
+    row.update(tracing.summary(rec.config, rec.trace, out.outcome))
     return row
 
 
@@ -142,7 +144,7 @@ def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
 
 
 def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
-    """Insert the run, its epochs, environment and samples in one transaction; return the run id."""
+    """Insert the run, its epochs, environment, samples and kernels in one transaction; return its id."""
     with db.begin() as conn:
         run_id = db.insert(conn, db.runs, _run_row(sweep_id, rec))
         conn.execute(
@@ -160,4 +162,7 @@ def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
         phases = timelines.phases(rec.timeline, rec.cpus_allowed)
         if phases:
             conn.execute(db.phases.insert(), [{"run_id": run_id, **r} for r in phases])
+        kernels = kernel_classes.rows(tracing.records(rec.trace))
+        if kernels:
+            conn.execute(db.kernels.insert(), [{"run_id": run_id, **r} for r in kernels])
     return run_id

@@ -7,6 +7,8 @@ the training step itself (batch arrangement, evaluation, loss read-out) stays ou
 import random
 import time
 
+from workers import nvtx, trace
+
 
 def epoch_order(seed, epoch, size):
     """The training-set order of one epoch: the same in every framework for a given seed."""
@@ -40,27 +42,51 @@ def minor_faults():
         return None
 
 
-def _warmup(adapter, config, events, train_size):
+def _warmup(adapter, config, events, train_size, marks):
     steps = adapter.prepare_epoch(epoch_order(config["seed"], 0, train_size))
     events.set_phase("warmup", steps=config["warmup_steps"])
+    marks.push("warmup")
     for i in range(config["warmup_steps"]):
         adapter.train_step(i % steps)
         events.step(0, i + 1)
     adapter.synchronize()
+    marks.pop()
 
 
-def _epoch(adapter, config, events, train_size, repeat, epoch):
-    """Run and time one epoch; return its record (seconds exclude evaluation)."""
+def _steps(adapter, events, epoch, steps, marks):
+    """The timed loop; with NVTX (cuda runs) each step is a range of its own."""
+    if not marks.active:
+        for i in range(steps):
+            adapter.train_step(i)
+            events.step(epoch, i + 1)
+        return
+    for i in range(steps):
+        marks.push("step {}".format(i + 1))
+        adapter.train_step(i)
+        events.step(epoch, i + 1)
+        marks.pop()
+
+
+def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, marks=nvtx.NoMarks()):
+    """Run and time one epoch; return its record (seconds exclude evaluation).
+
+    A traced run's tracer starts after the device is synchronised and stops after the clock: it
+    sees exactly the timed steps, never warm-up, batch arrangement or evaluation.
+    """
     steps = adapter.prepare_epoch(epoch_order(config["seed"], epoch, train_size))
     events.set_phase("epoch", epoch=epoch, repeat=repeat, steps=steps)
     adapter.synchronize()
     faults = minor_faults()
+    if session is not None:
+        session.start()
+    marks.push("epoch {}".format(epoch))
     start = time.perf_counter()
-    for i in range(steps):
-        adapter.train_step(i)
-        events.step(epoch, i + 1)
+    _steps(adapter, events, epoch, steps, marks)
     adapter.synchronize()
     seconds = time.perf_counter() - start
+    marks.pop()
+    if session is not None:
+        session.stop(seconds)
     if faults is not None:
         faults = minor_faults() - faults
     train_loss = adapter.epoch_loss()
@@ -95,6 +121,10 @@ def check_gpu_memory_budget(config):
 def run(adapter, config, events):
     """Run one configuration; return the result fields (status ok)."""
     check_gpu_memory_budget(config)
+    # Before setup: a framework without a profiler is unsupported before anything runs, and a
+    # tracer that must configure its framework before the import can.
+    session = trace.session_for(adapter, config)
+    marks = nvtx.marks_for(config)
     events.set_phase("import")
     info = adapter.setup()
     events.emit("setup", **info)
@@ -105,7 +135,7 @@ def run(adapter, config, events):
     train_size, val_size = adapter.load_data()
     events.emit("data", train_size=train_size, val_size=val_size)
     if config["warmup_steps"]:
-        _warmup(adapter, config, events, train_size)
+        _warmup(adapter, config, events, train_size, marks)
     records = []
     for repeat in range(config["repeats"]):
         # Warm-up and earlier repeats changed the weights: every timed repeat starts from the
@@ -113,8 +143,8 @@ def run(adapter, config, events):
         events.set_phase("reset", repeat=repeat)
         adapter.reset()
         for epoch in range(1, config["epochs"] + 1):
-            records.append(_epoch(adapter, config, events, train_size, repeat, epoch))
-    return {
+            records.append(_epoch(adapter, config, events, train_size, repeat, epoch, session, marks))
+    result = {
         "status": "ok",
         "info": info,
         "parameter_count": parameters,
@@ -122,6 +152,12 @@ def run(adapter, config, events):
         "val_size": val_size,
         "epochs": records,
     }
+    if session is not None:
+        events.set_phase("trace")
+        result["trace"] = session.finish()
+        events.emit("trace", backend=result["trace"]["backend"], status=result["trace"]["status"],
+                    records=len(result["trace"]["records"]))
+    return result
 
 
 def probe(adapter, config, events):

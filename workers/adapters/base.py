@@ -32,6 +32,39 @@ class Unavailable(WorkerFailure):
     """The framework cannot be imported or used here; the message says why and how to fix it."""
 
 
+class Tracer(object):
+    """A per-operator (CPU) or per-kernel (GPU) profiler, driven by the shared runner.
+
+    start() and stop() bracket each timed epoch: start() just before the clock starts, stop()
+    after the clock has stopped and the device is synchronised; warm-up and evaluation are never
+    traced. records() is called once, after the last timed epoch: a list of dicts with `name`,
+    `calls` and `total_seconds` (summed over every traced epoch), and `device` where it is not
+    the tracer's own. `notes` says what the backend changed or could not see.
+    """
+
+    backend = ""
+    device = "cpu"
+
+    def __init__(self):
+        self.notes = []
+        self.totals = {}  # name -> [calls, seconds], summed over the traced epochs
+
+    def start(self):
+        raise NotImplementedError
+
+    def stop(self):
+        raise NotImplementedError
+
+    def add(self, name, calls, seconds):
+        total = self.totals.setdefault(name, [0, 0.0])
+        total[0] += int(calls)
+        total[1] += float(seconds)
+
+    def records(self):
+        return [{"name": name, "calls": calls, "total_seconds": seconds}
+                for name, (calls, seconds) in sorted(self.totals.items(), key=lambda kv: -kv[1][1])]
+
+
 class Adapter(object):
     """Base class; see docs/adding-a-framework.md for the contract of each method."""
 
@@ -105,6 +138,19 @@ class Adapter(object):
         """For frameworks with no way to cap their device memory: the run is unsupported."""
         if self.gpu_memory_budget():
             raise Unsupported("gpu_memory_budget: {}".format(why))
+
+    def tracer(self):
+        """The framework's own operator profiler for `trace: kernels` on CPU (a Tracer).
+
+        Called before setup(), so a tracer that must configure the framework before it is
+        imported can; it must not import the framework itself until start().
+        """
+        raise Unsupported("{} has no operator profiler that bench can read".format(self.name))
+
+    def gpu_tracer(self, why_not_cupti):
+        """A kernel tracer through the framework's own profiler, for cuda runs without CUPTI."""
+        raise Unsupported("trace: kernels on cuda needs CUPTI ({}); {} has no GPU profiler of its "
+                          "own that bench can read".format(why_not_cupti, self.name))
 
     def is_oom(self, exc):
         """True when ``exc`` is this framework's out-of-memory error (host or device)."""

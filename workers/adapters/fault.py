@@ -105,6 +105,27 @@ def _hang(config, events):
         time.sleep(3600)
 
 
+class _Tracer(base.Tracer):
+    """Made-up records in a fixed proportion of the traced time, so the tracing path (result,
+    database, reports) can be tested without a framework; the backend's name says so."""
+
+    backend = "fault (synthetic)"
+    SPLIT = (("aten::mkldnn_convolution", 0.5), ("volta_sgemm_128x64_nn", 0.2),
+             ("maxwell_sgemmBatched_128x128_raggedMn_tn", 0.1), ("aten::relu_", 0.2))
+
+    def __init__(self):
+        base.Tracer.__init__(self)
+        self._start = None
+
+    def start(self):
+        self._start = time.perf_counter()
+
+    def stop(self):
+        seconds = time.perf_counter() - self._start
+        for name, part in self.SPLIT:
+            self.add(name, 1, seconds * part)
+
+
 class Adapter(base.Adapter):
     name = "fault"
     result_path = None  # set by workers.__main__ so `garbage` can spoil it
@@ -156,6 +177,9 @@ class Adapter(base.Adapter):
 
     def build_model(self):
         return 0
+
+    def tracer(self):
+        return _Tracer()
 
     def reset(self):
         self.losses = 0

@@ -227,6 +227,11 @@ class Adapter(base.Adapter):
             correct += (mx.nd.argmax(logits, axis=1) == y).sum().astype("float64")
         return total.asscalar() / n, correct.asscalar() / n
 
+    def tracer(self):
+        from workers.adapters import mxnet_trace
+
+        return mxnet_trace.Tracer()
+
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):
             return True

@@ -235,6 +235,11 @@ class Adapter(base.Adapter):
             self.model.train()
         return float(total) / n, int(correct) / n
 
+    def tracer(self):
+        from workers.adapters import paddle_trace
+
+        return paddle_trace.Tracer()
+
     def is_oom(self, exc):
         # Paddle raises its ResourceExhausted errors (host and device) as MemoryError.
         if isinstance(exc, MemoryError):

@@ -193,6 +193,16 @@ class Adapter(base.Adapter):
             self.model.train()
         return total.item() / n, correct.item() / n
 
+    def tracer(self):
+        from workers.adapters import pytorch_trace
+
+        return pytorch_trace.CpuTracer()
+
+    def gpu_tracer(self, why_not_cupti):
+        from workers.adapters import pytorch_trace
+
+        return pytorch_trace.CudaTracer(why_not_cupti)
+
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):
             return True

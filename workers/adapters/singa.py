@@ -51,6 +51,7 @@ class Adapter(base.Adapter):
         self._tx = self._ty = None  # the graph's input tensors, refilled each step
         self._loss_sum = None
         self._steps = 0
+        self.graph_runs = 0  # training runs of the buffered graph since build (singa_trace divides by it)
         self._arrays = None
         self._x_epoch = self._y_epoch = None
 
@@ -120,6 +121,7 @@ class Adapter(base.Adapter):
         self._params, self._states = translator.initialise(int(self.config["seed"]))
         self._initial = [t.clone() for t in self._states]
         self._steps = 0
+        self.graph_runs = 0
         return sum(t.size() for _, t in self._params)
 
     def _release(self):
@@ -177,6 +179,7 @@ class Adapter(base.Adapter):
         HostIO.put(self._ty, self._y_epoch[index])
         self.net(self._tx, self._ty)  # the graph also adds the loss to _loss_sum
         self._steps += 1
+        self.graph_runs += 1
 
     def synchronize(self):
         self.dev.Sync()
@@ -224,6 +227,11 @@ class Adapter(base.Adapter):
             total += float((log_z - logits[np.arange(len(labels)), labels]).sum())
             correct += int((logits.argmax(axis=1) == labels).sum())
         return total / len(y), correct / len(y)
+
+    def tracer(self):
+        from workers.adapters import singa_trace
+
+        return singa_trace.Tracer(self)
 
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):

@@ -243,6 +243,11 @@ class Adapter(base.Adapter):
             correct += int(hits.numpy())
         return total / n, correct / n
 
+    def tracer(self):
+        from workers.adapters import tensorflow_trace
+
+        return tensorflow_trace.Tracer()
+
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):
             return True

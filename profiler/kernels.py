@@ -1,0 +1,194 @@
+"""Where the time goes: one rule table that sorts kernel and operator names into classes.
+
+A traced run records names as its backend reports them: CUDA kernel names (cuBLAS, cuBLASLt,
+CUTLASS, cuDNN, the frameworks' own kernels, memory copies) on GPU, and each framework's operator
+names on CPU (PyTorch's `aten::` ops, TensorFlow op types, MXNet operators, Paddle ops, Singa's
+graph nodes). `classify` gives each name one class from CLASSES, and the tile shape where a GEMM or
+convolution kernel's name carries one (`volta_sgemm_128x64_nn` -> `128x64_nn`).
+
+The rules are tried in order and the first that matches wins, so the order is part of the meaning:
+memory copies before everything (a cuDNN layout transpose is a copy, not a convolution), batch
+norm and pooling before convolution (their cuDNN kernels say "cudnn" too), convolution before GEMM
+(cuDNN's `implicit_convolve_sgemm` is a convolution done as a GEMM), batched GEMM before GEMM.
+tests/test_kernel_classes.py pins the result on real names (tests/data/operator_names.json).
+
+What a name cannot tell: cuBLAS often serves a strided-batched GEMM with the very kernel it uses
+for a plain one (`torch.bmm` ran `maxwell_sgemm_128x64_nn` in JuliaGPU/CuArrays.jl#182), so on GPU
+"batched gemm" counts only the kernels whose names say so; on CPU the operator says it (aten::bmm).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+GEMM = "gemm"
+BATCHED_GEMM = "batched gemm"
+CONVOLUTION = "convolution"
+ELEMENTWISE = "elementwise"
+REDUCTION = "reduction"
+NORMALISATION = "normalisation"
+POOLING = "pooling"
+MEMORY_COPY = "memory copy"
+OTHER = "other"
+# In the order reports list them.
+CLASSES = (
+    GEMM,
+    BATCHED_GEMM,
+    CONVOLUTION,
+    ELEMENTWISE,
+    REDUCTION,
+    NORMALISATION,
+    POOLING,
+    MEMORY_COPY,
+    OTHER,
+)
+TILED = (GEMM, BATCHED_GEMM, CONVOLUTION)
+
+
+def _rule(cls: str, pattern: str, case: bool = False) -> tuple[str, re.Pattern[str]]:
+    return cls, re.compile(pattern, 0 if case else re.IGNORECASE)
+
+
+RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # Bookkeeping that does no arithmetic: views, allocation, variable handles, the optimizer's own
+    # Python (its arithmetic is in the ops it calls, timed apart).
+    _rule(
+        OTHER,
+        r"^aten::(empty\w*|view|_?reshape\w*|as_strided_?|t|transpose|permute|expand|flatten|"
+        r"squeeze|unsqueeze|detach_?|resize_|resolve_conj|resolve_neg|slice|select|narrow|split|"
+        r"chunk|alias|lift_fresh|_unsafe_view|set_)$",
+    ),
+    _rule(OTHER, r"^(detach|Optimizer\.\w+#|ReadVariableOp$|DeleteVariable$|Identity$)", case=True),
+    # Copies: CUDA memcpy/memset records, device copy and layout-transpose kernels, host copies.
+    _rule(MEMORY_COPY, r"memcpy|memset|direct_copy_kernel|copy_kernel|cubeTranspose|nchwToNhwc|nhwcToNchw"),
+    _rule(
+        MEMORY_COPY,
+        r"ShuffleInTensor|\bCopyOp\b|^aten::(copy_|_to_copy|to|clone|contiguous)$|^_?backward_copy$",
+    ),
+    _rule(
+        MEMORY_COPY, r"^(CopyDataToFrom|_copy|Transpose|Pad|PadV2|Slice|StridedSlice|Tile|ConcatV2)$", True
+    ),
+    _rule(MEMORY_COPY, r"^(concat|Concat|aten::cat|aten::constant_pad_nd)$", case=True),
+    # Normalisation and pooling before convolution: their cuDNN kernels say cudnn too.
+    _rule(NORMALISATION, r"batch_?norm|bn_(fw|bw)|layer_?norm|instance_?norm|group_?norm|\bLRN\b"),
+    _rule(POOLING, r"pool"),
+    # Softmax and losses are reductions; cuDNN's softmax kernels say cudnn.
+    _rule(REDUCTION, r"softmax|cross_?entropy|nll_?loss|\blogsumexp"),
+    _rule(ELEMENTWISE, r"op_tensor_kernel"),
+    # Convolution: any conv (not "convert"), cuDNN, implicit GEMM, Winograd, FFT, fprop/dgrad/wgrad.
+    _rule(CONVOLUTION, r"conv(?!ert)|cudnn|winograd|implicit_?gemm|\bfft|im2col|col2im"),
+    # cuDNN/xmma's fprop, dgrad, wgrad kernels; lower case and at a word's start, so that
+    # TensorFlow's BiasAddGrad and Paddle's AddGradNode are not taken for a dgrad.
+    _rule(CONVOLUTION, r"(?:^|[_:])(?:fprop|dgrad|wgrad)", case=True),
+    # Batched GEMM: cuBLAS's batched kernels, and the batched matrix-product operators.
+    _rule(BATCHED_GEMM, r"gemm\w*batched|batched\w*gemm|gemv\w*batched|strided_?batched"),
+    _rule(BATCHED_GEMM, r"\bb(add)?bmm\b|^aten::_?bmm|BmmBackward|BatchMatMul|batch_?matmul|batch_dot"),
+    # GEMM: cuBLAS/cuBLASLt/CUTLASS kernels, GEMV, and every framework's matrix product.
+    _rule(GEMM, r"gemm|gemv|nvjet|splitKreduce|cutlass|matmul|FullyConnected|\bdot\b|_backward_dot"),
+    _rule(GEMM, r"^aten::(mm|addmm|addmv|mv|linear|matmul|_addmm_activation)$|^(Addmm|Mm|Mv)Backward"),
+    _rule(GEMM, r"^(GEMM|GEMV|Linear|linear)$", case=True),
+    # Reductions: sums, means, maxima over an axis, bias gradients.
+    _rule(REDUCTION, r"reduce|\bsum|sum_?all|mean|argmax|argmin|\bmax\b|\bmin\b|BiasAddGrad|topk"),
+    _rule(REDUCTION, r"^(Sum|Mean|Max|Min|Prod|All|Any|ArgMax)$|^_backward_(mean|sum)$", case=True),
+    # Elementwise: arithmetic, activations, masks, random numbers, optimizer updates, fills.
+    _rule(
+        ELEMENTWISE,
+        r"elementwise|vectorized|pointwise|eltwise|elemwise|activation|clip|relu|threshold|clamp|sigmoid|tanh|gelu|"
+        r"dropout|bernoulli|random|uniform|\bones|\bzeros|\badd|\bmul|\bsub|\bdiv|axpy|scal|fill|zero|where|select|"
+        r"greater|less|equal|cast|mask|scalar|sgd|momentum|adam|rmsprop|update|floor|\bneg|\babs|"
+        r"square|sqrt|\bexp|\blog|\bpow|broadcast|bias_?add|SetValue|\bfull|AssignAdd|AssignSub|"
+        r"AddGradNode|MulGradNode|_mul|_plus|_minus",
+    ),
+    _rule(
+        ELEMENTWISE, r"^(Add|AddV2|Sub|Mul|Div|RealDiv|Neg|Exp|Log|Sqrt|Rsqrt|BiasAdd|Maximum|Minimum)$", True
+    ),
+)
+
+# Tile tokens: M x N (x K); after one, more of them (K tile x stages, cluster shape) and "sliced".
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
+_SHAPE = re.compile(r"^(?:tilesize)?(\d+x\d+(?:x\d+)?)$")
+_FOLLOWER = re.compile(r"^(\d+x\d+(?:x\d+)?|sliced\d+x\d+)$")
+_LAYOUT = re.compile(r"^([NnTt]{2}|[NT]{3}|[nt]{3})$")
+_AUTOGRAD = "autograd::engine::evaluate_function: "
+
+
+def normalise(name: str) -> str:
+    """The name as classified: without `void ` and PyTorch's autograd wrapper prefix.
+
+    An autograd node's own time is the bookkeeping of a backward step; it is classed with the
+    operation it differentiates (`AddmmBackward0` with gemm).
+    """
+    name = name.strip()
+    if name.startswith("void "):
+        name = name[5:]
+    if name.startswith(_AUTOGRAD):
+        name = name[len(_AUTOGRAD) :]
+    return name
+
+
+def kernel_class(name: str) -> str:
+    """The class of one kernel or operator name (OTHER when no rule matches)."""
+    text = normalise(name)
+    for cls, pattern in RULES:
+        if pattern.search(text):
+            return cls
+    return OTHER
+
+
+def tile_shape(name: str) -> str | None:
+    """The tile shape a GEMM or convolution kernel's name carries, e.g. `128x128_32x3_nn`."""
+    head = normalise(name).split("(", 1)[0]
+    tokens = _TOKEN.findall(head)
+    for i, token in enumerate(tokens):
+        match = _SHAPE.match(token)
+        if not match:
+            continue
+        parts = [match.group(1)]
+        for follower in tokens[i + 1 :]:
+            if not _FOLLOWER.match(follower):
+                break
+            parts.append(follower)
+        layouts = [t for t in tokens if _LAYOUT.match(t)]
+        if layouts:
+            parts.append(layouts[-1])
+        return "_".join(parts)
+    return None
+
+
+def classify(name: str) -> tuple[str, str | None]:
+    """(class, tile) of one name; the tile only for GEMM and convolution kernels."""
+    cls = kernel_class(name)
+    return cls, tile_shape(name) if cls in TILED else None
+
+
+def rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Database rows for a run's trace records: merged by name, classified, with each one's share.
+
+    `share` is a record's part of the summed time of all records of the run (so shares sum to 1):
+    the traced region's operator (CPU) or kernel (GPU) time, not its wall time.
+    """
+    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for record in records:
+        key = (str(record["name"]), str(record.get("backend") or ""), str(record.get("device") or ""))
+        row = merged.setdefault(key, {"calls": 0, "total_seconds": 0.0})
+        row["calls"] += int(record.get("calls") or 0)
+        row["total_seconds"] += float(record.get("total_seconds") or 0.0)
+    total = sum(r["total_seconds"] for r in merged.values())
+    out = []
+    for (name, backend, device), row in sorted(merged.items(), key=lambda kv: -kv[1]["total_seconds"]):
+        cls, tile = classify(name)
+        share = row["total_seconds"] / total if total > 0 else None
+        out.append(
+            {
+                "backend": backend,
+                "device": device,
+                "name": name,
+                "class": cls,
+                "tile": tile,
+                **row,
+                "share": share,
+            }
+        )
+    return [{"seq": i, **row} for i, row in enumerate(out)]

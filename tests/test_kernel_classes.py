@@ -1,0 +1,145 @@
+"""The kernel/operator classification on real names, the trace records' rows, nsys's export read
+back, the `trace` setting, and the schema upgrade that added the kernels table. No framework."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config import LATE_FIELDS, RunConfig
+from orchestrator.db import Database, schema_version
+from orchestrator.errors import ConfigError
+from orchestrator.matrix import load_matrix
+from profiler import kernels, nsys
+from workers import trace
+from workers.adapters import base
+
+DATA = Path(__file__).parent / "data"
+NAMES = json.loads((DATA / "operator_names.json").read_text())
+CPU_FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
+
+
+@pytest.mark.parametrize("entry", NAMES["cpu"], ids=lambda e: f"{e['framework']}:{e['name']}")
+def test_every_operator_name_seen_here_keeps_its_class(entry):
+    assert kernels.classify(entry["name"]) == (entry["class"], None)
+
+
+@pytest.mark.parametrize("entry", NAMES["cuda"] + NAMES["issue_examples"], ids=lambda e: e["name"][:60])
+def test_every_public_kernel_name_keeps_its_class_and_tile(entry):
+    assert kernels.classify(entry["name"]) == (entry["class"], entry["tile"])
+
+
+def test_the_fixture_covers_every_framework_and_every_class():
+    assert {e["framework"] for e in NAMES["cpu"]} == set(CPU_FRAMEWORKS)
+    every = NAMES["cpu"] + NAMES["cuda"] + NAMES["issue_examples"]
+    assert {e["class"] for e in every} == set(kernels.CLASSES)
+    for framework in CPU_FRAMEWORKS:
+        classes = {e["class"] for e in NAMES["cpu"] if e["framework"] == framework}
+        assert {"gemm", "convolution", "elementwise", "pooling"} <= classes, framework
+    assert all(e["source"].startswith("https://github.com/") for e in NAMES["cuda"])
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # The rule order is the point: each of these would fall into the next rule's class.
+        ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int=512, bool=0, int=2>", "normalisation"),
+        ("void cudnn::detail::implicit_convolve_sgemm<float, float, int=128>", "convolution"),
+        ("volta_scudnn_128x128_stridedB_splitK_xregs_large_nn_v1", "convolution"),
+        ("maxwell_sgemmBatched_128x128_raggedMn_tn", "batched gemm"),
+        ("BiasAddGrad", "reduction"),
+        ("Global_AddGradNode", "elementwise"),
+        ("autograd::engine::evaluate_function: AddmmBackward0", "gemm"),
+        ("aten::bmm", "batched gemm"),
+        ("BatchMatMulV2", "batched gemm"),
+        ("aten::view", "other"),
+        ("something nobody has named yet", "other"),
+    ],
+)
+def test_rule_order(name, expected):
+    assert kernels.kernel_class(name) == expected
+
+
+def test_rows_merge_names_and_their_shares_add_up_to_one():
+    records = [
+        {"name": "aten::mm", "calls": 2, "total_seconds": 0.3, "backend": "b", "device": "cpu"},
+        {"name": "aten::mm", "calls": 1, "total_seconds": 0.1, "backend": "b", "device": "cpu"},
+        {"name": "volta_sgemm_128x64_nn", "calls": 4, "total_seconds": 0.6, "backend": "b", "device": "cuda"},
+    ]
+    rows = kernels.rows(records)
+    assert [(r["seq"], r["name"], r["calls"]) for r in rows] == [
+        (0, "volta_sgemm_128x64_nn", 4),
+        (1, "aten::mm", 3),
+    ]
+    assert rows[0]["tile"] == "128x64_nn" and rows[1]["tile"] is None
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0)
+    assert rows[1]["total_seconds"] == pytest.approx(0.4)
+
+
+def _nsys_export(path: Path) -> None:
+    """A tiny export in the layout nsys documents (StringIds, NVTX_EVENTS, CUPTI_ACTIVITY_KIND_*);
+    made by hand: no nsys report was available to copy."""
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, text TEXT, textId INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, demangledName INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (copyKind INTEGER, start INTEGER, end INTEGER);
+        INSERT INTO StringIds VALUES (1, 'volta_sgemm_128x64_nn'), (2, 'warmup_only_kernel');
+        INSERT INTO NVTX_EVENTS VALUES (0, 100, 'warmup', NULL), (200, 1200, 'epoch 1', NULL),
+            (250, 300, 'step 1', NULL);
+        INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 90, 2), (300, 700, 1), (800, 1000, 1);
+        INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (1, 210, 250), (2, 1300, 1400);
+        """
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_nsys_records_keep_only_what_ran_inside_the_timed_epochs(tmp_path):
+    export = tmp_path / "nsys-trace.sqlite"
+    _nsys_export(export)
+    found = {r["name"]: r for r in nsys.records(export)}
+    assert set(found) == {"volta_sgemm_128x64_nn", "[CUDA memcpy HtoD]"}
+    assert found["volta_sgemm_128x64_nn"]["calls"] == 2
+    assert found["volta_sgemm_128x64_nn"]["total_seconds"] == pytest.approx(600e-9)
+    assert nsys.command(["python", "-m", "workers"])[:2] == ["nsys", "profile"]
+
+
+def test_trace_off_keeps_the_hash_of_configurations_recorded_before_it(tmp_path):
+    assert "trace" in LATE_FIELDS
+    path = tmp_path / "m.yaml"
+    path.write_text("settings: {framework: pytorch}\naxes:\n  trace: [off, kernels]\n")
+    off, on = load_matrix(path).configs
+    assert off.trace is None and on.trace == "kernels"
+    assert off.config_hash == RunConfig(framework="pytorch").config_hash != on.config_hash
+    path.write_text("settings:\n  framework: pytorch\n  trace: everything\n")
+    with pytest.raises(ConfigError, match=r"m\.yaml:3: trace: unknown trace 'everything'"):
+        load_matrix(path)
+
+
+def test_a_framework_without_a_profiler_is_unsupported_with_the_reason():
+    config = {"framework": "nothing", "device": "cpu", "trace": "kernels"}
+    adapter = base.Adapter(config)
+    adapter.name = "nothing"
+    with pytest.raises(base.Unsupported, match="nothing has no operator profiler"):
+        trace.session_for(adapter, config)
+    assert trace.session_for(adapter, {**config, "trace": None}) is None
+
+
+def test_a_schema_3_database_gets_the_kernels_table_and_the_trace_columns(tmp_path):
+    old = tmp_path / "v3.db"
+    conn = sqlite3.connect(old)
+    conn.executescript((DATA / "schema_v3.sql").read_text())
+    conn.close()
+    Database(str(old), create=False).close()
+    conn = sqlite3.connect(old)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() == 4
+    runs = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    assert {"trace", "trace_backend", "trace_status", "trace_seconds"} <= runs
+    assert {r[1] for r in conn.execute("PRAGMA table_info(kernels)")} >= {"name", "class", "tile", "share"}
+    conn.close()
