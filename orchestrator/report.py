@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
 
-from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
 from orchestrator.db import Database
 from orchestrator.errors import BenchError
@@ -36,10 +36,14 @@ def sweep_heading(sweep: dict[str, Any]) -> str:
 
 
 def latest_runs(
-    db: Database, sweep_id: int, where: dict[str, frozenset[Any]] | None = None
+    db: Database,
+    sweep_id: int,
+    where: dict[str, frozenset[Any]] | None = None,
+    columns: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per configuration: its latest attempt in the sweep (a resumed run supersedes);
-    `where` (from `--where`) keeps only the configurations whose fields have those values."""
+    `where` (from `--where`) keeps only the configurations whose fields have those values, and
+    `columns`, where given, are the only ones read (a long sweep's tracebacks weigh)."""
     runs = db.runs
     conditions = where_conditions(runs, where or {})
     latest = (
@@ -47,7 +51,8 @@ def latest_runs(
         .where(runs.c.sweep_id == sweep_id, *conditions)
         .group_by(runs.c.config_hash)
     )
-    query = sa.select(runs).where(runs.c.id.in_(latest)).order_by(runs.c.id)
+    selected = [runs.c[k] for k in sorted(columns)] if columns is not None else [runs]
+    query = sa.select(*selected).where(runs.c.id.in_(latest)).order_by(runs.c.id)
     return list(db.rows(query))
 
 
@@ -62,11 +67,7 @@ def _epoch_seconds(row: dict[str, Any]) -> str:
     text = number(median)
     if row.get("repeats", 1) > 1 or row.get("epochs", 1) > 1:
         text += f" ({number(row['min_epoch_seconds'])}–{number(row['max_epoch_seconds'])})"
-    return text + TRACED_MARK if row.get("trace") == "kernels" else text
-
-
-TRACED_MARK = " *"
-TRACED_NOTE = "* traced (trace: kernels): timings perturbed by the profiler; bench report --kernels"
+    return text
 
 
 def _ms_per_image(row: dict[str, Any]) -> str:
@@ -94,6 +95,15 @@ RESULT_COLUMNS = [
     Column("ms/image", "seconds_per_image", _ms_per_image),
     Column("val acc", "final_val_accuracy", _accuracy),
 ]
+
+
+RESULT_KEYS = {c.key for c in RESULT_COLUMNS} | {
+    "fault",
+    "repeats",
+    "epochs",
+    "min_epoch_seconds",
+    "max_epoch_seconds",
+}
 
 
 def _where(row: dict[str, Any]) -> str:
@@ -125,6 +135,15 @@ CRASH_COLUMNS = [
 ]
 
 
+CRASH_KEYS = {c.key for c in CRASH_COLUMNS} | {
+    "fault",
+    "last_epoch",
+    "last_step",
+    "exception_type",
+    "exception_message",
+}
+
+
 def results(
     db: Database,
     sweep_id: int | None,
@@ -133,7 +152,9 @@ def results(
     where: dict[str, frozenset[Any]] | None = None,
 ) -> str:
     sweep = pick_sweep(db, sweep_id)
-    rows = latest_runs(db, sweep["id"], where)
+    # JSON carries every column; the other forms read only what their columns show.
+    wanted = None if fmt == "json" else (CRASH_KEYS if crashes else RESULT_KEYS)
+    rows = latest_runs(db, sweep["id"], where, wanted)
     if crashes:
         rows = [r for r in rows if r["outcome"] != "ok"]
         for r in rows:
@@ -149,8 +170,7 @@ def results(
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no runs"
     if crashes and not rows:
         return f"{head}\nevery configuration ended ok"
-    note = f"\n{TRACED_NOTE}" if any(r.get("trace") == "kernels" for r in rows) and not crashes else ""
-    return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
+    return f"{head}\n{body}\n{len(rows)} configurations: {summary}"
 
 
 def load_run(db: Database, run_id: int) -> dict[str, Any]:
@@ -171,7 +191,6 @@ def load_run(db: Database, run_id: int) -> dict[str, Any]:
         "sweep": sweep,
         "phases": timelines.phases(db, run_id),
         "last_samples": timelines.samples(db, run_id, last=timelines.LAST_SAMPLES),
-        "kernels": kernel_reports.run_kernels(db, run_id),
     }
 
 
@@ -207,7 +226,6 @@ def inspect_text(data: dict[str, Any]) -> str:
                 f"val acc {number(e['val_accuracy'])}"
             )
     lines += timelines.resource_lines(run, data["phases"], data["last_samples"])
-    lines += kernel_reports.inspect_lines(run, data.get("kernels", []))
     if run.get("traceback"):
         lines += ["", "traceback:"] + ["  " + t for t in run["traceback"].rstrip().splitlines()]
     if run.get("stderr_tail"):

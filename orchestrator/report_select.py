@@ -13,6 +13,7 @@ import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
@@ -50,11 +51,11 @@ def pick_sweeps(db: Database, wanted: list[int] | str | None) -> list[dict[str, 
     elif wanted != ALL:
         query = query.where(sweeps.c.id.in_(wanted))
     found = list(db.rows(query))
-    if not found:
-        raise BenchError("the database has no sweeps yet")
     missing = sorted(set(wanted) - {s["id"] for s in found}) if isinstance(wanted, list) else []
     if missing:
         raise BenchError(f"no sweep {', '.join(map(str, missing))}")
+    if not found:
+        raise BenchError("the database has no sweeps yet")
     return found
 
 
@@ -160,20 +161,45 @@ def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     # A failed run's timing and memory describe how it failed, not the configuration: left out.
     ok = [r for r in runs if r["outcome"] == "ok"]
-    row = {k: runs[-1][k] for k in ("machine", "config_hash", *FIELD_NAMES)}
+    row = {k: runs[-1][k] for k in SUMMARY_FIELDS}
     row.update(runs=len(runs), ok_runs=len(ok), last_run=runs[-1]["id"])
     row["failed"] = sorted(r["outcome"] for r in runs if r["outcome"] != "ok")
     row["outcome"] = "ok" if ok else "/".join(sorted(set(row["failed"])))
-    row["epoch_seconds_median"] = spread(r["median_epoch_seconds"] for r in ok)[0]
-    row["epoch_seconds_min"] = spread(r["min_epoch_seconds"] for r in ok)[1]
-    row["epoch_seconds_max"] = spread(r["max_epoch_seconds"] for r in ok)[2]
-    row["images_per_second_median"] = spread(r["images_per_second"] for r in ok)[0]
-    row["steps_per_epoch"] = spread(r["steps_per_epoch"] for r in ok)[2]
-    row["rss_peak_bytes_median"], row["rss_peak_bytes_min"], row["rss_peak_bytes_max"] = spread(
-        r["rss_peak_bytes"] for r in ok
-    )
+    row.update(_pooled(ok))
     row["timed_epochs"] = len(ok) * row["epochs"] * row["repeats"]
     return row
+
+
+SUMMARY_FIELDS = ("machine", "config_hash", *FIELD_NAMES)
+
+
+def _pooled(ok: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ok runs' timing and peak memory: medians of their medians, min–max over all."""
+    if len(ok) == 1:  # the usual case, and the same numbers as below, without the lists
+        r = ok[0]
+        rss = r["rss_peak_bytes"]
+        median, low, high = r["median_epoch_seconds"], r["min_epoch_seconds"], r["max_epoch_seconds"]
+        return {
+            "epoch_seconds_median": median,
+            "epoch_seconds_min": low,
+            "epoch_seconds_max": high,
+            "images_per_second_median": r["images_per_second"],
+            "steps_per_epoch": r["steps_per_epoch"],
+            "rss_peak_bytes_median": rss,
+            "rss_peak_bytes_min": rss,
+            "rss_peak_bytes_max": rss,
+        }
+    rss = spread(r["rss_peak_bytes"] for r in ok)
+    return {
+        "epoch_seconds_median": spread(r["median_epoch_seconds"] for r in ok)[0],
+        "epoch_seconds_min": spread(r["min_epoch_seconds"] for r in ok)[1],
+        "epoch_seconds_max": spread(r["max_epoch_seconds"] for r in ok)[2],
+        "images_per_second_median": spread(r["images_per_second"] for r in ok)[0],
+        "steps_per_epoch": spread(r["steps_per_epoch"] for r in ok)[2],
+        "rss_peak_bytes_median": rss[0],
+        "rss_peak_bytes_min": rss[1],
+        "rss_peak_bytes_max": rss[2],
+    }
 
 
 def spread(values: Iterable[float | None]) -> tuple[float | None, float | None, float | None]:
@@ -184,22 +210,18 @@ def spread(values: Iterable[float | None]) -> tuple[float | None, float | None, 
     return statistics.median(present), min(present), max(present)
 
 
-def varying(rows: Iterable[dict[str, Any]], fields: Sequence[str] = FIELD_NAMES) -> list[str]:
+def varying(rows: Sequence[dict[str, Any]], fields: Sequence[str] = FIELD_NAMES) -> list[str]:
     """The configuration fields with more than one value among the rows, in configuration order."""
-    seen: dict[str, set[Any]] = {f: set() for f in fields}
-    for row in rows:
-        for f in fields:
-            seen[f].add(row[f])
-    return [f for f in fields if len(seen[f]) > 1]
+    return [f for f in fields if len(set(map(itemgetter(f), rows))) > 1]
+
+
+_RANK = {f: {v: i for i, v in enumerate(order)} for f, order in _ORDER.items()}
+_NONE = (1, 0, 0)
 
 
 def sort_key(row: dict[str, Any], fields: Sequence[str]) -> tuple[Any, ...]:
     """Frameworks, models, devices and optimizers in their usual order; numbers by value; None last."""
-    key: list[Any] = []
-    for f in fields:
-        value = row.get(f)
-        order = _ORDER.get(f)
-        if order is not None and value in order:
-            value = order.index(value)
-        key.append((value is None, str(type(value)), value if value is not None else 0))
-    return tuple(key)
+    return tuple(
+        _NONE if (v := row.get(f)) is None else (0, _RANK[f].get(v, 99) if f in _RANK else 0, v)
+        for f in fields
+    )

@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from orchestrator.config import FAULT_FIELDS
 from orchestrator.db import Database
 from orchestrator.report import sweep_heading
 from orchestrator.report_select import (
@@ -62,7 +63,8 @@ def render_table(table: Table, fmt: str) -> str:
         return json.dumps(document, indent=2, default=str)
     parts = [*sweeps_heading(table.sweeps), table.title]
     parts.append(render(table.rows, table.columns, fmt) if table.rows else "no runs match")
-    return "\n".join(parts + table.notes)
+    # Markdown needs blank lines to keep the heading, the table and the notes apart.
+    return ("\n\n" if fmt == "markdown" else "\n").join(parts + table.notes)
 
 
 def sweeps_heading(sweeps: Sequence[dict[str, Any]]) -> list[str]:
@@ -84,22 +86,58 @@ def field_text(name: str, value: Any) -> str:
     return number(value)
 
 
+# Headers of the settings that have a unit; the others are counts or names.
+HEADERS = {
+    "dataset_size": "dataset (images)",
+    "image_size": "image (px)",
+    "timeout": "timeout (s)",
+    "memory_budget": "memory budget (bytes)",
+    "gpu_memory_budget": "GPU memory budget (bytes)",
+    "sample_interval": "sample interval (s)",
+}
+
+
 def key_column(key: str) -> Column:
-    return Column(key, key, lambda r: field_text(key, r.get(key)))
+    return Column(HEADERS.get(key, key), key, lambda r: field_text(key, r.get(key)))
 
 
 def key_columns(keys: Sequence[str]) -> list[Column]:
-    return [key_column(k) for k in keys]
+    """A column per key, except the fault worker's settings, which share one column."""
+    faults = [k for k in keys if k in FAULT_FIELDS]
+    columns = [key_column(k) for k in keys if k not in FAULT_FIELDS]
+    if faults:
+        column = Column("fault", faults[0], lambda r: fault_text(r, faults))
+        columns.insert(list(keys).index(faults[0]), column)
+    return columns
 
 
-def with_range(median: float | None, low: float | None, high: float | None, scale: float = 1.0) -> str:
+def fault_text(row: dict[str, Any], keys: Sequence[str]) -> str:
+    """`segfault after_steps=3`: what the fault worker was told to do; — for a real framework."""
+    if row.get("framework") != "fault":
+        return "—"
+    settings = [f"{k}={field_text(k, row.get(k))}" for k in keys if k != "fault" and row.get(k) is not None]
+    return " ".join([row.get("fault") or "ok", *settings])
+
+
+def with_range(
+    median: float | None,
+    low: float | None,
+    high: float | None,
+    scale: float = 1.0,
+    text: Callable[[float], str] = number,
+) -> str:
     """`1.23 (1.20–1.31)`; the range is left out when there is one value."""
     if median is None:
         return "—"
-    text = number(median * scale)
+    cell = text(median * scale)
     if low is not None and high is not None and low != high:
-        text += f" ({number(low * scale)}–{number(high * scale)})"
-    return text
+        cell += f" ({text(low * scale)}–{text(high * scale)})"
+    return cell
+
+
+def fraction(value: float) -> str:
+    """Accuracy as the results table shows it: three decimals."""
+    return f"{value:.3f}"
 
 
 def _load(sel: Selection, db: Database) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
@@ -331,7 +369,7 @@ ACCURACY_KEYS = ["val_accuracy_median", "val_accuracy_min", "val_accuracy_max", 
 def _accuracy_column(epoch: int) -> Column:
     def cell(r: dict[str, Any]) -> str:
         median, low, high, _ = r["accuracy"][epoch]
-        return with_range(median, low, high)
+        return with_range(median, low, high, text=fraction)
 
     return Column(f"epoch {epoch} val acc", f"val_accuracy_epoch_{epoch}", cell)
 
