@@ -71,6 +71,7 @@ class Database:
         self.environments = self.meta.tables["environments"]
         self.samples = self.meta.tables["samples"]
         self.phases = self.meta.tables["phases"]
+        self.kernels = self.meta.tables["kernels"]
 
     def _prepare(self, path: Path | None, create: bool) -> None:
         expected = schema_version()

@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
 from orchestrator.db import Database
 from orchestrator.errors import BenchError
@@ -67,7 +68,11 @@ def _epoch_seconds(row: dict[str, Any]) -> str:
     text = number(median)
     if row.get("repeats", 1) > 1 or row.get("epochs", 1) > 1:
         text += f" ({number(row['min_epoch_seconds'])}–{number(row['max_epoch_seconds'])})"
-    return text
+    return text + TRACED_MARK if row.get("trace") == "kernels" else text
+
+
+TRACED_MARK = " *"
+TRACED_NOTE = "* traced (trace: kernels): timings perturbed by the profiler; bench report --kernels"
 
 
 def _ms_per_image(row: dict[str, Any]) -> str:
@@ -98,6 +103,7 @@ RESULT_COLUMNS = [
 
 
 RESULT_KEYS = {c.key for c in RESULT_COLUMNS} | {
+    "trace",
     "fault",
     "repeats",
     "epochs",
@@ -170,7 +176,8 @@ def results(
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no runs"
     if crashes and not rows:
         return f"{head}\nevery configuration ended ok"
-    return f"{head}\n{body}\n{len(rows)} configurations: {summary}"
+    note = f"\n{TRACED_NOTE}" if any(r.get("trace") == "kernels" for r in rows) and not crashes else ""
+    return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
 
 
 def load_run(db: Database, run_id: int) -> dict[str, Any]:
@@ -191,6 +198,7 @@ def load_run(db: Database, run_id: int) -> dict[str, Any]:
         "sweep": sweep,
         "phases": timelines.phases(db, run_id),
         "last_samples": timelines.samples(db, run_id, last=timelines.LAST_SAMPLES),
+        "kernels": kernel_reports.run_kernels(db, run_id),
     }
 
 
@@ -226,6 +234,7 @@ def inspect_text(data: dict[str, Any]) -> str:
                 f"val acc {number(e['val_accuracy'])}"
             )
     lines += timelines.resource_lines(run, data["phases"], data["last_samples"])
+    lines += kernel_reports.inspect_lines(run, data.get("kernels", []))
     if run.get("traceback"):
         lines += ["", "traceback:"] + ["  " + t for t in run["traceback"].rstrip().splitlines()]
     if run.get("stderr_tail"):
