@@ -22,9 +22,9 @@ from orchestrator.tables import Column, mib
 # (33% at 2, 10% at 3, 3% at 4).
 MIN_EPOCHS = 3
 RULE = (
-    "verdict: faster/slower only where every timed epoch of one side beat every timed epoch of the "
-    f"other and the medians differ by more than the wider relative spread (max−min)/median; at least "
-    f"{MIN_EPOCHS} timed epochs a side, else 'too few epochs'"
+    "verdict: faster/slower where every timed epoch of one side beat every one of the other and the "
+    "medians differ by more than the wider (max−min)/median; at least "
+    f"{MIN_EPOCHS} timed epochs a side"
 )
 SIDE_KEYS = (
     "outcome",

@@ -143,10 +143,12 @@ def fraction(value: float) -> str:
 def _load(sel: Selection, db: Database) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
     """The configurations' summaries with a machine label each, and the machine note if any."""
     labels = machine_labels(sel.sweeps)
+    order = {fp: i for i, fp in enumerate(labels)}  # machines in the order of their first sweep
     rows = summaries(db, sel)
     for row in rows:
         row["fingerprint"] = row["machine"]
         row["machine"] = labels[row["machine"]]
+        row["machine_order"] = order[row["fingerprint"]]
     used = {fp: label for fp, label in labels.items() if any(r["fingerprint"] == fp for r in rows)}
     note = machine_note(used)
     return rows, used, [note] if note else []
@@ -158,6 +160,11 @@ def _keys(rows: list[dict[str, Any]], always: Sequence[str], exclude: Sequence[s
     machine = ["machine"] if len({r["machine"] for r in rows}) > 1 else []
     extra = [f for f in varying(rows) if f not in always and f not in exclude]
     return machine + list(always) + extra
+
+
+def _sorting(keys: Sequence[str]) -> list[str]:
+    """Sort keys: machines in the order of their first sweep, not by name."""
+    return ["machine_order" if k == "machine" else k for k in keys]
 
 
 def _table(name: str, title: str, sel: Selection, machines: dict[str, str], notes: list[str]) -> Table:
@@ -203,7 +210,7 @@ def comparison(db: Database, sel: Selection) -> Table:
     title = "median seconds per epoch (min–max over timed epochs); — not run; else the outcome"
     table = _table("comparison", title, sel, machines, notes)
     keys = _keys(rows, ("framework", "dataset_size"), ("model", "device"))
-    rows.sort(key=lambda r: sort_key(r, [*keys, "model", "device"]))
+    rows.sort(key=lambda r: sort_key(r, _sorting([*keys, "model", "device"])))
     pivot: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
         line = pivot.setdefault(tuple(r[k] for k in keys), {**_record(r, keys), "cells": {}})
@@ -250,7 +257,7 @@ def batch(db: Database, sel: Selection) -> Table:
     )
     table = _table("batch", title, sel, machines, notes)
     keys = _keys(rows, ("framework", "model", "device", "threads"), ("batch_size",))
-    rows.sort(key=lambda r: sort_key(r, [*keys, "batch_size"]))
+    rows.sort(key=lambda r: sort_key(r, _sorting([*keys, "batch_size"])))
     for r in rows:
         _throughput(r)
     _speedups(rows, keys)
@@ -340,7 +347,7 @@ def accuracy(db: Database, sel: Selection) -> Table:
     title = "validation accuracy (fraction 0–1) after the epoch: median over repeats and runs (min–max)"
     table = _table("accuracy", title, sel, machines, notes)
     keys = _keys(rows, ("framework", "optimizer", "lr"), ())
-    rows.sort(key=lambda r: sort_key(r, keys))
+    rows.sort(key=lambda r: sort_key(r, _sorting(keys)))
     epochs = accuracy_epochs(max((r["epochs"] for r in rows), default=0))
     values = _accuracies(db, sel, epochs)
     for r in rows:

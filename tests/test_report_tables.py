@@ -242,7 +242,7 @@ def test_verdict_rule():
 def test_compare_two_sweeps(db):
     out = bench(db, "report", "--compare", "1", "2").output
     assert "sweep 1 (A) against sweep 2 (B)" in out and "different machines" not in out
-    assert "verdict: faster/slower only where" in out
+    assert "verdict: faster/slower where every timed epoch" in out
     rows = records(db, "--compare", "1", "2")
     assert len(rows) == 6
     for r in rows:
