@@ -88,7 +88,7 @@ def compare(db: Database, sweep_a: int, sweep_b: int, where: dict[str, frozenset
     rows.sort(key=lambda r: sort_key(r, keys))
     labels = machine_labels([sweeps[sweep_a], sweeps[sweep_b]])
     title = f"sweep {sweep_a} (A) against sweep {sweep_b} (B): ratios are B/A, above 1 means B took longer"
-    table = Table("compare", title, [], rows, [], [], sweeps=(sweeps[sweep_a], sweeps[sweep_b]))
+    table = Table("compare", title, rows=rows, sweeps=(sweeps[sweep_a], sweeps[sweep_b]))
     table.machines = {label: fp for fp, label in labels.items()}
     table.columns = key_columns(keys) + COLUMNS
     table.record_keys = [*keys, "config_hash", *RECORD_KEYS]

@@ -39,10 +39,10 @@ class Table:
 
     name: str
     title: str
-    columns: list[Column]
-    rows: list[dict[str, Any]]
-    records: list[dict[str, Any]]
-    record_keys: list[str]
+    columns: list[Column] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    record_keys: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sweeps: Sequence[dict[str, Any]] = ()
     machines: dict[str, str] = field(default_factory=dict)  # label -> fingerprint
@@ -168,17 +168,8 @@ def _sorting(keys: Sequence[str]) -> list[str]:
 
 
 def _table(name: str, title: str, sel: Selection, machines: dict[str, str], notes: list[str]) -> Table:
-    return Table(
-        name,
-        title,
-        [],
-        [],
-        [],
-        [],
-        notes=notes,
-        sweeps=sel.sweeps,
-        machines={label: fp for fp, label in machines.items()},
-    )
+    labels = {label: fp for fp, label in machines.items()}
+    return Table(name, title, notes=notes, sweeps=sel.sweeps, machines=labels)
 
 
 def _record(row: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
@@ -253,7 +244,7 @@ def batch(db: Database, sel: Selection) -> Table:
     rows, machines, notes = _load(sel, db)
     title = (
         "throughput by batch size: median over timed epochs (min–max); "
-        "×: images/s against the smallest batch of the group"
+        "×: images/s against the group's smallest batch that ran ok"
     )
     table = _table("batch", title, sel, machines, notes)
     keys = _keys(rows, ("framework", "model", "device", "threads"), ("batch_size",))
