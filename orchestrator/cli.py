@@ -12,11 +12,11 @@ from pathlib import Path
 
 import click
 
-from orchestrator import datasets, html_report, matrix, record, report_cli, report_figures_runs
+from orchestrator import matrix, record, report_cli
 from orchestrator import report as reports
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
-from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, runs_root
+from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import RunConfig
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
@@ -121,7 +121,7 @@ def run(
         if not configs:
             raise ConfigError(f"--only {only}: matches none of the {len(m.configs)} configurations")
     wanted_fail = _parse_outcomes(fail_on)
-    data_files = {} if dry_run else datasets.prepare_all(configs)
+    data_files = {} if dry_run else prepare_data(configs)
     if dry_run and not resume:
         _dry_run(configs, set())
         return
@@ -275,6 +275,8 @@ def report(
         return
     if html_dir is not None or timeline_config is not None:
         other = crashes or resources or bool(group_by or compare) or table != "results" or fmt != "table"
+        from orchestrator import html_report  # matplotlib: imported only when a page is wanted
+
         click.echo(html_report.from_cli(db, html_dir, timeline_config, sweeps, where, other))
         return
     click.echo(
@@ -306,6 +308,8 @@ def inspect(run_id: int, fmt: str, plot_path: str | None, db_url: str) -> None:
     """
     db = Database(db_url, create=False)
     if plot_path is not None:
+        from orchestrator import report_figures_runs  # matplotlib, as above
+
         report_figures_runs.plot_run(db, run_id, Path(plot_path))
         click.echo(f"timeline of run {run_id}: {plot_path}", err=True)
     data = reports.load_run(db, run_id)
@@ -357,7 +361,7 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
     config = RunConfig(**json.loads(old["config_json"]))
     sweep_id = record.start_sweep(db, f"rerun of run {run_id}", "rerun", 1, None, None)
     progress = Progress(1, follow=True)
-    data_files = datasets.prepare_all([config])
+    data_files = prepare_data([config])
     result = run_configs(
         db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress, data_files=data_files
     )

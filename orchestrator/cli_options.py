@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from orchestrator.config import RunConfig
 from orchestrator.db import DEFAULT_URL, normalise_url
 from orchestrator.errors import BenchError
 
@@ -48,3 +49,10 @@ def runs_root(db_url: str, runs_dir: str | None) -> Path:
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
         return Path(url[len("sqlite:///") :]).resolve().parent / "bench-runs"
     return Path("bench-runs").resolve()
+
+
+def prepare_data(configs: list[RunConfig]) -> dict[str, Path]:
+    """Decode the configurations' datasets (numpy and Pillow load only for commands that run)."""
+    from orchestrator import datasets
+
+    return datasets.prepare_all(configs)

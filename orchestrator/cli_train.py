@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from orchestrator import datasets, record
-from orchestrator.cli_options import db_option, env_dir_option, runs_root
+from orchestrator import record
+from orchestrator.cli_options import db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import FAULT_FIELDS, RunConfig, format_size, validate_field
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
@@ -136,7 +136,7 @@ def train(runs_dir: str | None, db_url: str, env_dir: str | None, **values: str 
           --batch-size 250 --optimizer sgd --lr 0.01 --dataset-size 1000
     """
     config = build_config(values)
-    data_files = datasets.prepare_all([config])
+    data_files = prepare_data([config])
     db = Database(db_url, create=True)
     sweep_id = record.start_sweep(db, "train", "train", 1, None, None)
     progress = Progress(1)
