@@ -10,6 +10,7 @@ a shared machine it explains most disagreements between rounds.
 
     .venv/bin/python benchmarks/tracing_overhead.py
     .venv/bin/python benchmarks/tracing_overhead.py --frameworks pytorch,mxnet --rounds 4
+    .venv/bin/python benchmarks/tracing_overhead.py --frameworks pytorch --rounds 6 --malloc-tuned
 
 A benchmark, not a test: it always exits 0 once it has measured.
 """
@@ -34,6 +35,14 @@ from orchestrator.config import RunConfig  # noqa: E402
 from orchestrator.execute import execute, run_dir_for  # noqa: E402
 
 ABBA = (True, False, False, True)
+# glibc returns big freed blocks to the kernel, so steps fault their activations back in, and how
+# many depends on the process's allocation history (docs/performance.md): a profiler changes it.
+# --malloc-tuned keeps blocks up to 32 MiB on the heap and never trims it, for both conditions.
+MALLOC_VARIABLES = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(1 << 40),
+    "MALLOC_TOP_PAD_": str(256 << 20),
+}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -46,6 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs per run")
     parser.add_argument("--rounds", type=int, default=4, help="rounds of two runs (ABBA order)")
     parser.add_argument("--threads", type=int, default=0, help="0: the framework's default")
+    parser.add_argument("--malloc-tuned", action="store_true", help="glibc malloc kept from trimming")
+    parser.add_argument("--cpus", default=None, help='pin the runs to these CPUs, e.g. "1"')
     return parser.parse_args(argv)
 
 
@@ -58,6 +69,7 @@ def make_config(args: argparse.Namespace, framework: str) -> RunConfig:
         image_size=args.image_size,
         batch_size=args.batch_size,
         threads=args.threads,
+        cpus=args.cpus,
         epochs=args.epochs,
         warmup_steps=5,
         dataset_size=size,
@@ -158,6 +170,8 @@ def summarise(framework: str, runs: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.malloc_tuned:
+        os.environ.update(MALLOC_VARIABLES)  # the workers inherit the orchestrator's environment
     started = time.monotonic()
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-tracing-") as tmp:

@@ -66,7 +66,8 @@ def test_each_framework_traces_its_operators(traced, framework):
     classes = {k["class"] for k in mine}
     assert {"gemm", "convolution"} <= classes, sorted(classes)
     assert sum(k["share"] for k in mine) == pytest.approx(1.0)
-    assert max(mine, key=lambda k: k["total_seconds"])["class"] == "convolution"
+    # A CNN on CPU: its convolutions are a large part of the time in every framework.
+    assert sum(k["share"] for k in mine if k["class"] == "convolution") > 0.2
     # Operator time measured inside the traced region: more than nothing, and on two cores at
     # most about twice the region (operators of two threads overlap in time).
     total = sum(k["total_seconds"] for k in mine)
