@@ -166,7 +166,7 @@ CREATE TABLE samples (
     threads             INTEGER,                         -- OS threads over the process tree
     processes           INTEGER,
     rss_bytes           INTEGER,
-    uss_bytes           INTEGER,                         -- at most once a second; NULL between
+    uss_bytes           INTEGER,                         -- every 5 s, and when RSS grew 10%; else NULL
     gpu_memory_bytes    INTEGER,                         -- NULL without NVML
     gpu_util            REAL,
     final               INTEGER NOT NULL DEFAULT 0,      -- 1: taken as the worker exited
