@@ -1,0 +1,216 @@
+"""What the bare loops share: their arguments, their data, the two ways of timing, the JSON line.
+
+Each benchmarks/bare_<framework>_loop.py is run with its framework environment's interpreter
+(Singa's is Python 3.6), so this module is standard library only and Python 3.6 code. A bare
+script supplies three functions and hands them to main():
+
+- setup(args): the framework's own thread settings and import; returns (fw, info), info being
+  what the JSON line reports (version, threads as the framework says it applied them);
+- make_solo(fw, args, batches): the hand-written step on a model of its own; returns
+  (step, batches, value, sync): step(*batch) runs one training step and returns its loss,
+  value(loss) reads a loss as a float, sync() waits for queued work (no_sync where none is);
+- on_adapter(fw, adapter, args, batches): the same hand-written step on the harness adapter's
+  own model and optimizer, for --paired; returns (step, batches).
+
+batches is the training data as numpy arrays, one (x, y) pair per step, NCHW float32 and int64
+labels, for the script to turn into its framework's tensors.
+"""
+
+import argparse
+import importlib
+import itertools
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What the orchestrator sets for every worker with threads > 0 (orchestrator/execute.py).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# --paired: the runner's loop body (train_step + step event), train_step alone, the bare step.
+SIDES = ("harness", "adapter", "bare")
+ORDERS = list(itertools.permutations(SIDES))
+
+
+def parse_args(description, argv=None):
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--model", default="small_cnn")
+    parser.add_argument("--image-size", type=int, default=32)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2, help="0 = the framework's default")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    parser.add_argument("--steps", type=int, default=30, help="timed steps (per pass with --paired)")
+    parser.add_argument("--dataset-size", type=int, default=0, help="images generated (0: just enough)")
+    parser.add_argument("--val-fraction", type=float, default=0.2)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--momentum", type=float, default=0.9)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--paired", type=int, default=0, help="passes of the in-process comparison")
+    parser.add_argument(
+        "--chunk", type=int, default=0, help="steps per side and turn with --paired (0: from --chunk-seconds)"
+    )
+    parser.add_argument(
+        "--chunk-seconds", type=float, default=0.02, help="about how long a chunk takes, from the warm-up"
+    )
+    return parser.parse_args(argv)
+
+
+def data_config(args):
+    needed = args.steps * args.batch_size
+    return {
+        "dataset_size": args.dataset_size or int(needed / (1.0 - args.val_fraction)) + 2,
+        "val_fraction": args.val_fraction,
+        "image_size": args.image_size,
+        "classes": args.classes,
+        "seed": args.seed,
+    }
+
+
+def set_thread_variables(names, threads):
+    """As the harness does, before the framework is imported: its pools are sized when it loads."""
+    if threads > 0:
+        for name in names:
+            os.environ[name] = str(threads)
+    return {name: os.environ[name] for name in names if name in os.environ}
+
+
+def numpy_batches(args):
+    """args.steps (x, y) batches of the harness's synthetic training images, in a seeded order."""
+    import numpy as np
+
+    from workers import data
+
+    arrays = data.synthetic(data_config(args))
+    needed = args.steps * args.batch_size
+    if len(arrays["y_train"]) < needed:
+        raise SystemExit(
+            "{} training images are fewer than {} x {}".format(
+                len(arrays["y_train"]), args.steps, args.batch_size
+            )
+        )
+    order = np.random.RandomState(args.seed).permutation(len(arrays["y_train"]))[:needed]
+    x, y = arrays["x_train"][order], arrays["y_train"][order]
+    size = args.batch_size
+    return [(x[i : i + size], y[i : i + size]) for i in range(0, needed, size)]
+
+
+def solo(step, batches, warmup, value, sync):
+    """Warm-up, then one timed pass over the batches, clocked as workers/runner.py clocks an epoch."""
+    for i in range(warmup):
+        step(*batches[i % len(batches)])
+    sync()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    start = time.perf_counter()
+    for batch in batches:
+        loss = step(*batch)
+    sync()
+    seconds = time.perf_counter() - start
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    return {
+        "seconds": seconds,
+        "steps": len(batches),
+        "step_seconds": seconds / len(batches),
+        "last_loss": value(loss),
+        "timed_minor_faults": faults,
+    }
+
+
+def make_adapter(framework, args):
+    """The harness's adapter for this configuration: set up, built, data loaded."""
+    adapter_class = importlib.import_module("workers.adapters." + framework).Adapter
+    config = dict(data_config(args), framework=framework, model=args.model, device="cpu", optimizer="sgd")
+    config.update(batch_size=args.batch_size, lr=args.lr, momentum=args.momentum, threads=args.threads)
+    adapter = adapter_class(config)
+    adapter.setup()
+    adapter.build_model()
+    return adapter, adapter.load_data()[0]
+
+
+def _busy_seconds():
+    """CPU seconds the whole machine has been busy (/proc/stat), and this process's own."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return (sum(values[:8]) - idle) / tick, me.ru_utime + me.ru_stime
+
+
+def _chunk_seconds(side, chunk, adapter, events, bare_step, batches):
+    """One chunk by one side, clocked alone; every side ends with the runner's synchronisation."""
+    clock = time.perf_counter
+    start = clock()
+    if side == "harness":
+        for i in chunk:  # workers/runner.py's timed loop body
+            adapter.train_step(i)
+            events.step(1, i + 1)
+    elif side == "adapter":
+        for i in chunk:
+            adapter.train_step(i)
+    else:
+        for i in chunk:
+            bare_step(*batches[i])
+    adapter.synchronize()
+    return (clock() - start) / len(chunk)
+
+
+def paired(adapter, train_size, bare_step, batches, args):
+    """Per-step seconds of the harness's loop body, train_step alone and the bare step, by chunk."""
+    from workers import runner
+    from workers.events import EventWriter
+
+    steps = min(len(batches), adapter.prepare_epoch(runner.epoch_order(args.seed, 1, train_size)))
+    tmp = tempfile.mkdtemp(prefix="bench-bare-")
+    events = EventWriter(os.path.join(tmp, "events.jsonl"))
+    warm = []
+    for i in range(args.warmup):
+        adapter.train_step(i % steps)
+        warm.append(_chunk_seconds("bare", [i % steps], adapter, events, bare_step, batches))
+    # Chunks short enough to see the same machine, long enough that what one step leaves behind
+    # for the next (the event's write) stays within its own side.
+    size = args.chunk or (max(1, int(round(args.chunk_seconds / min(warm)))) if warm else 1)
+    times = dict((side, []) for side in SIDES)
+    other_load = []  # per pass: cores that other processes used meanwhile
+    turn = 0
+    for _ in range(args.paired):
+        for side in SIDES:
+            times[side].append([])
+        start, (busy, mine) = time.monotonic(), _busy_seconds()
+        for low in range(0, steps, size):
+            chunk = range(low, min(low + size, steps))
+            # Every order of the three in turn: each side follows each other one equally often,
+            # so what a step leaves behind (caches, the kernel's work) lands evenly on all.
+            for side in ORDERS[turn % len(ORDERS)]:
+                times[side][-1].append(_chunk_seconds(side, chunk, adapter, events, bare_step, batches))
+            turn += 1
+        now, (busy_now, mine_now) = time.monotonic(), _busy_seconds()
+        other_load.append(max(0.0, (busy_now - busy) - (mine_now - mine)) / (now - start))
+    events.close()
+    os.remove(os.path.join(tmp, "events.jsonl"))
+    os.rmdir(tmp)
+    return {"steps": steps, "chunk": size, "paired": times, "other_load": other_load}
+
+
+def main(framework, setup, make_solo, on_adapter, argv=None):
+    """Parse the arguments, measure (solo or --paired) and print one JSON line."""
+    args = parse_args(f"A bare, hand-written {framework} training loop.", argv)
+    sys.path.insert(0, REPO)
+    fw, info = setup(args)
+    batches = numpy_batches(args)
+    if args.paired:
+        adapter, train_size = make_adapter(framework, args)
+        step, batches = on_adapter(fw, adapter, args, batches)
+        result = paired(adapter, train_size, step, batches, args)
+    else:
+        step, batches, value, sync = make_solo(fw, args, batches)
+        result = solo(step, batches, args.warmup, value, sync)
+    result.update(info)
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+def no_sync():
+    """The step has finished when its call returns (synchronous CPU execution)."""
