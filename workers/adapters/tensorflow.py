@@ -157,7 +157,7 @@ class Adapter(base.Adapter):
                 loss = tf.reduce_mean(xent(labels=y, logits=model(x, training=True)))
             optimizer.apply(tape.gradient(loss, variables), variables)
             loss_sum.assign_add(loss)
-            # Returned though never read: a graph without outputs ran 2% (small_cnn) to 6%
+            # Returned though never read: the graph without an output ran 1-2% (small_cnn) to 3-6%
             # (ResNet50) slower per step on CPU in TensorFlow 2.21 (docs/performance.md).
             return loss
 
