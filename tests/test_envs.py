@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from orchestrator import envs
 from tests.conftest import pyenv_python36
@@ -61,3 +65,34 @@ def test_gpu_builds_where_a_gpu_is_and_the_framework_has_one():
     assert envs.choose_variant("tensorflow", "cpu", has_gpu=True) == "cpu"
     for framework in ("pytorch", "tensorflow", "mxnet"):
         assert envs.requirements_file(framework, "cuda").exists()
+
+
+# The package names whose versions say which build a CUDA environment would get.
+FRAMEWORK_PACKAGES = {"pytorch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet-cu112"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", sorted(FRAMEWORK_PACKAGES))
+def test_gpu_requirements_resolve_to_gpu_builds(framework, tmp_path):
+    """pip resolves each envs/<framework>-cuda.txt from the registries (nothing is downloaded
+    beyond metadata), to the framework's CUDA build, with one CUDA major version of CUPTI."""
+    report = tmp_path / "report.json"
+    reqs = envs.requirements_file(framework, "cuda")
+    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet"]
+    proc = subprocess.run(
+        [*cmd, "--disable-pip-version-check", "--report", str(report), "-r", str(reqs)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    versions = {
+        item["metadata"]["name"].lower(): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
+    package = FRAMEWORK_PACKAGES[framework]
+    assert package in versions, sorted(versions)
+    # A local "+cpu" build satisfies "==2.13.0" and wins where a wheel folder holds one.
+    assert "+cpu" not in versions[package], versions[package]
+    cupti = sorted(name for name in versions if name.startswith("nvidia-cuda-cupti"))
+    assert len(cupti) == 1, cupti  # a second CUPTI of another CUDA major version beside the first
