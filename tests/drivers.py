@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,3 +38,33 @@ def run_driver(
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc
+
+
+def drive(
+    python: Path,
+    folder: Path,
+    script: str,
+    checks: list[list[Any]],
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> tuple[dict[str, Any], str]:
+    """Run a driver script (tests/driver_checks.py) in the framework's environment.
+
+    Returns the checks' results by name, and the driver's stderr.
+    """
+    path, out = folder / "driver.py", folder / f"results-{checks[0][0]}.json"
+    path.write_text(script)
+    proc = run_driver(python, path, str(out), json.dumps(checks), env=env, timeout=timeout)
+    return json.loads(out.read_text()), proc.stderr
+
+
+def checked(results: Mapping[str, Any]) -> Callable[[str], Any]:
+    """result(name): that check's value; a check that raised in the driver fails the calling test."""
+
+    def result(name: str) -> Any:
+        value = results[name]
+        if isinstance(value, dict) and "driver_error" in value:
+            pytest.fail(value["driver_error"])
+        return value
+
+    return result

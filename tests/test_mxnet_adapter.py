@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.drivers import framework_python, run_driver
+from tests.drivers import checked, drive, framework_python
 from workers import models
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -28,21 +28,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 DRIVER = textwrap.dedent(
     """
-    import json, sys, traceback
+    from tests.driver_checks import configurer, run_checks
     from workers import models, runner
     from workers.adapters import base, mxnet as adapter_module
 
-    def config(**over):
-        c = dict(framework="mxnet", model="small_cnn", device="cpu", batch_size=16,
-                 optimizer="sgd", lr=0.01, momentum=0.9, epochs=4, warmup_steps=0, repeats=1,
-                 dataset="synthetic", dataset_size=400, image_size=32, classes=4,
-                 val_fraction=0.2, threads=0, seed=0)
-        c.update(over)
-        return c
-
-    def adapter(**over):
-        a = adapter_module.Adapter(config(**over))
-        return a, a.setup()
+    config, adapter = configurer("mxnet")
 
     def check_models():
         a, _ = adapter(image_size=64)
@@ -118,14 +108,7 @@ DRIVER = textwrap.dedent(
     def check_threads(n):  # alone in its process: MXNet reads its thread settings at import
         return adapter(threads=n)[1]["threads"]
 
-    results = {}
-    for name, args in json.loads(sys.argv[2]):
-        try:
-            results[name] = globals()["check_" + name](*args)
-        except Exception:
-            results[name] = {"driver_error": traceback.format_exc()}
-    with open(sys.argv[1], "w") as f:
-        json.dump(results, f)
+    run_checks(globals())
     """
 )
 
@@ -151,25 +134,13 @@ def mxnet_python() -> Path:
     return framework_python("mxnet")
 
 
-def _drive(python: Path, folder: Path, checks: list) -> dict:
-    script, out = folder / "driver.py", folder / "results.json"
-    script.write_text(DRIVER)
-    run_driver(python, script, str(out), json.dumps(checks))
-    return json.loads(out.read_text())
-
-
 @pytest.fixture(scope="module")
 def driven(mxnet_python, tmp_path_factory):
-    results = _drive(mxnet_python, tmp_path_factory.mktemp("mxnet"), CHECKS)
-    results.update(_drive(mxnet_python, tmp_path_factory.mktemp("mxnet"), [["threads", [THREADS]]]))
-
-    def result(name):
-        value = results[name]
-        if isinstance(value, dict) and "driver_error" in value:
-            pytest.fail(value["driver_error"])
-        return value
-
-    return result
+    folder = tmp_path_factory.mktemp("mxnet")
+    results = drive(mxnet_python, folder, DRIVER, CHECKS)[0]
+    # A fresh process: MXNet reads its thread settings at import.
+    results.update(drive(mxnet_python, folder, DRIVER, [["threads", [THREADS]]])[0])
+    return checked(results)
 
 
 @pytest.fixture(scope="module")

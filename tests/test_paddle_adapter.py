@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.drivers import framework_python, run_driver
+from tests.drivers import checked, drive, framework_python
 from workers import models
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -28,23 +28,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 DRIVER = textwrap.dedent(
     """
-    import json, math, sys, traceback
+    import math
     import numpy as np
+    from tests.driver_checks import configurer, run_checks
     from workers import models, runner
-    from workers.adapters import base, paddle as adapter_module
+    from workers.adapters import base
 
-    def config(**over):
-        c = dict(framework="paddle", model="small_cnn", device="cpu", batch_size=16,
-                 optimizer="sgd", lr=0.01, momentum=0.9, epochs=4, warmup_steps=0, repeats=1,
-                 dataset="synthetic", dataset_size=400, image_size=16, classes=4,
-                 val_fraction=0.2, threads=0, seed=0)
-        c.update(over)
-        return c
-
-    def adapter(**over):
-        a = adapter_module.Adapter(config(**over))
-        info = a.setup()
-        return a, info
+    config, adapter = configurer("paddle", image_size=16)
 
     def check_models():
         a, _ = adapter()  # before this process imports paddle: setup() prepares the import
@@ -179,14 +169,7 @@ DRIVER = textwrap.dedent(
     def check_threads(n):
         return adapter(threads=n)[1]["threads"]
 
-    results = {}
-    for name, args in json.loads(sys.argv[2]):
-        try:
-            results[name] = globals()["check_" + name](*args)
-        except Exception:
-            results[name] = {"driver_error": traceback.format_exc()}
-    with open(sys.argv[1], "w") as f:
-        json.dump(results, f)
+    run_checks(globals())
     """
 )
 
@@ -208,24 +191,11 @@ def paddle_python() -> Path:
     return framework_python("paddle")
 
 
-def drive(python: Path, folder: Path, checks: list) -> dict:
-    script, out = folder / "driver.py", folder / "results.json"
-    script.write_text(DRIVER)
-    proc = run_driver(python, script, str(out), json.dumps(checks))
-    return {"results": json.loads(out.read_text()), "stderr": proc.stderr}
-
-
 @pytest.fixture(scope="module")
 def driven(paddle_python, tmp_path_factory):
-    got = drive(paddle_python, tmp_path_factory.mktemp("paddle"), CHECKS)
-
-    def result(name):
-        value = got["results"][name]
-        if isinstance(value, dict) and "driver_error" in value:
-            pytest.fail(value["driver_error"])
-        return value
-
-    result.stderr = got["stderr"]
+    results, stderr = drive(paddle_python, tmp_path_factory.mktemp("paddle"), DRIVER, CHECKS)
+    result = checked(results)
+    result.stderr = stderr  # type: ignore[attr-defined]
     return result
 
 

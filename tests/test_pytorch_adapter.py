@@ -6,8 +6,6 @@ torch never enters this pytest process: one driver script runs every check in a 
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.drivers import checked, drive
 from workers import models
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,22 +25,12 @@ DIGEST = "9409296c7d431d99"
 
 DRIVER = textwrap.dedent(
     """
-    import hashlib, json, sys, traceback
+    import hashlib
+    from tests.driver_checks import configurer, run_checks
     from workers import data, models, runner
-    from workers.adapters import base, pytorch
+    from workers.adapters import base
 
-    def config(**over):
-        c = dict(framework="pytorch", model="small_cnn", device="cpu", batch_size=32,
-                 optimizer="sgd", lr=0.01, momentum=0.9, epochs=4, warmup_steps=0, repeats=1,
-                 dataset="synthetic", dataset_size=400, image_size=32, classes=10,
-                 val_fraction=0.2, threads=0, seed=0)
-        c.update(over)
-        return c
-
-    def adapter(**over):
-        a = pytorch.Adapter(config(**over))
-        info = a.setup()
-        return a, info
+    config, adapter = configurer("pytorch", batch_size=32, classes=10)
 
     def check_models():
         import torch
@@ -125,14 +114,7 @@ DRIVER = textwrap.dedent(
     def check_threads():  # last: it changes this process's thread pools
         return adapter(threads=1)[1]["threads"]
 
-    results = {}
-    for name, args in json.loads(sys.argv[2]):
-        try:
-            results[name] = globals()["check_" + name](*args)
-        except Exception:
-            results[name] = {"driver_error": traceback.format_exc()}
-    with open(sys.argv[1], "w") as f:
-        json.dump(results, f)
+    run_checks(globals())
     """
 )
 
@@ -142,27 +124,7 @@ CHECKS.append(["threads", []])
 
 @pytest.fixture(scope="module")
 def driven(pytorch_python, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("pytorch")
-    script, out = folder / "driver.py", folder / "results.json"
-    script.write_text(DRIVER)
-    proc = subprocess.run(
-        [str(pytorch_python), str(script), str(out), json.dumps(CHECKS)],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    results = json.loads(out.read_text())
-
-    def result(name):
-        value = results[name]
-        if isinstance(value, dict) and "driver_error" in value:
-            pytest.fail(value["driver_error"])
-        return value
-
-    return result
+    return checked(drive(pytorch_python, tmp_path_factory.mktemp("pytorch"), DRIVER, CHECKS)[0])
 
 
 def test_module_imports_without_torch():

@@ -7,7 +7,6 @@ loads, so the threads check runs in a second, short process.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.drivers import framework_python, run_driver
+from tests.drivers import checked, drive, framework_python
 from workers import models
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -24,22 +23,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 DRIVER = textwrap.dedent(
     """
-    import json, sys, traceback
     import numpy as np
+    from tests.driver_checks import configurer, run_checks
     from workers import models, runner
     from workers.adapters import base, singa as adapter_module
 
-    def config(**over):
-        c = dict(framework="singa", model="small_cnn", device="cpu", batch_size=16,
-                 optimizer="sgd", lr=0.01, momentum=0.9, epochs=3, warmup_steps=0, repeats=1,
-                 dataset="synthetic", dataset_size=320, image_size=16, classes=4,
-                 val_fraction=0.2, threads=0, seed=0)
-        c.update(over)
-        return c
-
-    def adapter(**over):
-        a = adapter_module.Adapter(config(**over))
-        return a, a.setup()
+    config, adapter = configurer("singa", epochs=3, dataset_size=320, image_size=16)
 
     def check_models():
         a, _ = adapter(batch_size=2)
@@ -138,24 +127,14 @@ DRIVER = textwrap.dedent(
     def check_threads():
         return adapter(threads=1)[1]["threads"]
 
-    results = {}
-    for name in json.loads(sys.argv[2]):
-        try:
-            results[name] = globals()["check_" + name]()
-        except Exception:
-            results[name] = {"driver_error": traceback.format_exc()}
-    with open(sys.argv[1], "w") as f:
-        json.dump(results, f)
+    run_checks(globals())
     """
 )
 
 
 def _drive(python: Path, folder: Path, checks: list[str]) -> dict:
-    script, out = folder / "driver.py", folder / f"results-{checks[0]}.json"
-    script.write_text(DRIVER)
     env = {k: v for k, v in os.environ.items() if k not in _THREAD_VARS}
-    run_driver(python, script, str(out), json.dumps(checks), env=env)
-    return json.loads(out.read_text())
+    return drive(python, folder, DRIVER, [[name, []] for name in checks], env=env)[0]
 
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -167,14 +146,7 @@ def driven(tmp_path_factory):
     folder = tmp_path_factory.mktemp("singa")
     results = _drive(python, folder, ["models", "ops", "train", "refusals", "oom"])
     results.update(_drive(python, folder, ["threads"]))  # a fresh process: OpenMP reads it at load
-
-    def result(name):
-        value = results[name]
-        if isinstance(value, dict) and "driver_error" in value:
-            pytest.fail(value["driver_error"])
-        return value
-
-    return result
+    return checked(results)
 
 
 def test_module_imports_without_singa():

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.drivers import framework_python, run_driver
+from tests.drivers import checked, drive, framework_python, run_driver
 from workers import models
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -66,23 +66,12 @@ TORCH_SIDE = textwrap.dedent(
 
 DRIVER = textwrap.dedent(
     """
-    import json, sys, traceback
     import numpy as np
+    from tests.driver_checks import configurer, run_checks
     from workers import models, runner
     from workers.adapters import base
-    from workers.adapters import tensorflow as tfa
 
-    def config(**over):
-        c = dict(framework="tensorflow", model="small_cnn", device="cpu", batch_size=16,
-                 optimizer="sgd", lr=0.01, momentum=0.9, epochs=4, warmup_steps=0, repeats=1,
-                 dataset="synthetic", dataset_size=400, image_size=32, classes=4,
-                 val_fraction=0.2, threads=0, seed=0)
-        c.update(over)
-        return c
-
-    def adapter(**over):
-        a = tfa.Adapter(config(**over))
-        return a, a.setup()
+    config, adapter = configurer("tensorflow")
 
     def check_models():
         a, _ = adapter(batch_size=2, image_size=64)
@@ -217,14 +206,7 @@ DRIVER = textwrap.dedent(
                  ValueError("out of memory")]
         return [a.is_oom(exc) for exc in cases]
 
-    results = {}
-    for name, args in json.loads(sys.argv[2]):
-        try:
-            results[name] = globals()["check_" + name](*args)
-        except Exception:
-            results[name] = {"driver_error": traceback.format_exc()}
-    with open(sys.argv[1], "w") as f:
-        json.dump(results, f)
+    run_checks(globals())
     """
 )
 
@@ -241,28 +223,14 @@ def tensorflow_python() -> Path:
     return framework_python("tensorflow")
 
 
-def _run(python: Path, script: Path, *args: str) -> None:
-    run_driver(python, script, *args, timeout=400)
-
-
 @pytest.fixture(scope="module")
 def driven(tensorflow_python, pytorch_python, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tensorflow")
     (folder / "torch_side.py").write_text(TORCH_SIDE)
-    (folder / "driver.py").write_text(DRIVER)
-    _run(pytorch_python, folder / "torch_side.py", str(folder), json.dumps(CROSS))
+    run_driver(pytorch_python, folder / "torch_side.py", str(folder), json.dumps(CROSS), timeout=400)
     checks = [["models", []], ["train", []], ["optimizers", []], ["cross", [str(folder), CROSS]]]
     checks += [["cuda", []], ["oom", []]]
-    _run(tensorflow_python, folder / "driver.py", str(folder / "results.json"), json.dumps(checks))
-    results = json.loads((folder / "results.json").read_text())
-
-    def result(name):
-        value = results[name]
-        if isinstance(value, dict) and "driver_error" in value:
-            pytest.fail(value["driver_error"])
-        return value
-
-    return result
+    return checked(drive(tensorflow_python, folder, DRIVER, checks, timeout=400)[0])
 
 
 @pytest.fixture(scope="module")
