@@ -182,4 +182,8 @@ def env_list(fmt: str, env_dir: str | None) -> None:
             if r["status"] == "ok"
             else r["reason"]
         )
+        if r["status"] == "ok" and r["build"]:
+            detail += f", {r['build']} build"
+            if r["up_to_date"] is False:
+                detail += f" (out of date: its requirements changed; run bench env setup {r['framework']})"
         click.echo(f"{r['framework']:10s} {r['status']:12s} {detail}")

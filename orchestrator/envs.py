@@ -76,6 +76,10 @@ class EnvStatus:
     location: str | None
     python_version: str | None = None
     framework_version: str | None = None
+    # From the environment's marker (bench env setup wrote it); None for an interpreter bench did
+    # not create (BENCH_PYTHON_<FRAMEWORK>, the fault worker).
+    build: str | None = None  # cpu | cuda: the requirements file it was created from
+    up_to_date: bool | None = None  # False: that file has changed since; bench env setup updates it
 
 
 def python_for(framework: str, root: str | Path | None = None) -> tuple[Path | None, str]:
@@ -139,7 +143,21 @@ def status(framework: str, root: str | Path | None = None) -> EnvStatus:
     if framework == "fault":
         version = "fault"
     state = "unavailable" if problem else "ok"
-    return EnvStatus(framework, state, str(python), problem, where, py, version)
+    build, current = _marker_state(python)
+    return EnvStatus(framework, state, str(python), problem, where, py, version, build, current)
+
+
+def _marker_state(python: Path) -> tuple[str | None, bool | None]:
+    """(build, up to date) from the marker beside the interpreter's environment, if bench made it."""
+    try:
+        marker = json.loads((python.parent.parent / MARKER).read_text())
+        name = str(marker["requirements"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+    reqs = REQUIREMENTS_DIR / name
+    build = name[: -len(".txt")].rpartition("-")[2] if "-" in name else "cpu"
+    current = reqs.exists() and marker.get("requirements_hash") == _requirements_hash(reqs)
+    return build, current
 
 
 def _version_of(python: Path) -> str | None:

@@ -96,3 +96,20 @@ def test_gpu_requirements_resolve_to_gpu_builds(framework, tmp_path):
     assert "+cpu" not in versions[package], versions[package]
     cupti = sorted(name for name in versions if name.startswith("nvidia-cuda-cupti"))
     assert len(cupti) == 1, cupti  # a second CUPTI of another CUDA major version beside the first
+
+
+def test_status_says_which_build_and_whether_its_requirements_changed(monkeypatch, tmp_path):
+    monkeypatch.delenv("BENCH_PYTHON_MXNET", raising=False)
+    bin_dir = tmp_path / "mxnet" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    assert envs.status("mxnet", tmp_path).build is None  # no marker: not made by bench env setup
+    reqs = envs.requirements_file("mxnet", "cuda")
+    marker = {"requirements": reqs.name, "requirements_hash": envs._requirements_hash(reqs)}
+    (tmp_path / "mxnet" / envs.MARKER).write_text(json.dumps(marker))
+    status = envs.status("mxnet", tmp_path)
+    assert (status.build, status.up_to_date) == ("cuda", True)
+    marker.update(requirements="mxnet.txt")  # the CPU file, with another file's hash: changed since
+    (tmp_path / "mxnet" / envs.MARKER).write_text(json.dumps(marker))
+    status = envs.status("mxnet", tmp_path)
+    assert (status.build, status.up_to_date) == ("cpu", False)
