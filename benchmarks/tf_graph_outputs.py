@@ -11,7 +11,8 @@ one step at a time, in a fresh random order every step:
 
 It prints each side's median step time, the median of its per-step ratios to the bare step, and
 its CPU time per step (the whole process's, all TensorFlow threads, over the same steps). With
---no-remapper, Grappler's remapper pass (op fusions) is off for all four. Nothing is asserted;
+--no-remapper, Grappler's remapper pass (op fusions) is off for all four; with --no-grappler, all of
+Grappler's graph optimisations are. Nothing is asserted;
 the figures go to docs/performance.md.
 """
 
@@ -79,13 +80,14 @@ def inside(argv: list[str]) -> int:
     sys.path[:0] = [REPO, HERE]
     import bare_common
 
-    no_remapper = "--no-remapper" in argv
-    args = bare_common.parse_args(__doc__.splitlines()[0], [a for a in argv if a != "--no-remapper"])
+    switches = {"--no-remapper": {"remapping": False}, "--no-grappler": {"disable_meta_optimizer": True}}
+    options = {k: v for flag in argv if flag in switches for k, v in switches[flag].items()}
+    args = bare_common.parse_args(__doc__.splitlines()[0], [a for a in argv if a not in switches])
     bare_common.set_thread_variables(bare_common.THREAD_VARIABLES, args.threads)
-    if no_remapper:
+    if options:
         import tensorflow as tf
 
-        tf.config.optimizer.set_experimental_options({"remapping": False})
+        tf.config.optimizer.set_experimental_options(options)
     adapter, train_size = bare_common.make_adapter("tensorflow", args)
     from workers import runner
 
@@ -111,7 +113,7 @@ def inside(argv: list[str]) -> int:
     print(
         f"{args.model} {args.image_size}px, batch {args.batch_size}, {args.threads} threads, "
         f"tensorflow {adapter.tf.__version__}: {len(times['bare'])} steps per side, interleaved"
-        + (", Grappler remapper off" if no_remapper else "")
+        + "".join(f", Grappler {key}={value}" for key, value in options.items())
     )
     print("\n| step | outputs | median ms/step | median per-step ratio to bare | CPU ms/step |")
     print("|---|---|---|---|---|")
@@ -129,6 +131,7 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         print("Options: those of benchmarks/bare_common.py (--model, --image-size, --batch-size,")
-        print("--threads, --warmup, --steps, --paired N = passes over the steps), and --no-remapper.")
+        print("--threads, --warmup, --steps, --paired N = passes over the steps),")
+        print("--no-remapper, --no-grappler.")
         sys.exit(0)
     sys.exit(relaunch(sys.argv[1:]))
