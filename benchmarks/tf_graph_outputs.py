@@ -5,15 +5,14 @@ In one process, on the adapter's own model, optimizer and batches, it times four
 one step at a time, in a fresh random order every step:
 
 - adapter: the adapter's training graph as it is (it returns the loss it also sums);
-- no_output: that graph without the return (what the adapter did before, 2% to 6% slower);
+- no_output: that graph without the return (what the adapter did before, 1% to 6% slower);
 - other_output: without the loss but returning an input, to show any output will do;
 - bare: benchmarks/bare_tensorflow_loop.py's hand-written step (apply_gradients, returns the loss).
 
 It prints each side's median step time, the median of its per-step ratios to the bare step, and
 its CPU time per step (the whole process's, all TensorFlow threads, over the same steps). With
 --no-remapper, Grappler's remapper pass (op fusions) is off for all four; with --no-grappler, all of
-Grappler's graph optimisations are. Nothing is asserted;
-the figures go to docs/performance.md.
+Grappler's graph optimisations are. Nothing is asserted; the figures go to docs/performance.md.
 """
 
 from __future__ import annotations

@@ -143,21 +143,21 @@ def status(framework: str, root: str | Path | None = None) -> EnvStatus:
     if framework == "fault":
         version = "fault"
     state = "unavailable" if problem else "ok"
-    build, current = _marker_state(python)
+    build, current = _marker_state(framework, python)
     return EnvStatus(framework, state, str(python), problem, where, py, version, build, current)
 
 
-def _marker_state(python: Path) -> tuple[str | None, bool | None]:
+def _marker_state(framework: str, python: Path) -> tuple[str | None, bool | None]:
     """(build, up to date) from the marker beside the interpreter's environment, if bench made it."""
     try:
         marker = json.loads((python.parent.parent / MARKER).read_text())
-        name = str(marker["requirements"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         return None, None
-    reqs = REQUIREMENTS_DIR / name
-    build = name[: -len(".txt")].rpartition("-")[2] if "-" in name else "cpu"
-    current = reqs.exists() and marker.get("requirements_hash") == _requirements_hash(reqs)
-    return build, current
+    for build in ("cpu", "cuda"):
+        reqs = requirements_file(framework, build)
+        if isinstance(marker, dict) and marker.get("requirements") == reqs.name:
+            return build, reqs.exists() and marker.get("requirements_hash") == _requirements_hash(reqs)
+    return None, None
 
 
 def _version_of(python: Path) -> str | None:
