@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -154,12 +155,58 @@ def env_setup(frameworks: tuple[str, ...], python: str | None, variant: str, env
         if name == "fault":
             click.echo("fault: runs on the orchestrator's own interpreter; nothing to set up")
             continue
+        external = envs.registered(env_dir).get(name)
+        if external and not os.environ.get(f"BENCH_PYTHON_{name.upper()}"):
+            click.echo(
+                f"{name}: uses {external['python']} (registered with bench env use); "
+                f"`bench env forget {name}` to have bench make its own"
+            )
+            continue
         base, why = envs.base_python(name, python)
         if base is None and not frameworks:
             # Setting everything up goes on without it: its runs will be `unavailable`, saying this.
             click.echo(f"{name}: skipped: {why}", err=True)
             continue
         envs.setup(name, env_dir, echo=click.echo, python=python, variant=variant)
+
+
+@env.command("use")
+@click.argument("framework")
+@click.option("--python", "python", required=True, help="The interpreter that has the framework installed.")
+@env_dir_option
+def env_use(framework: str, python: str, env_dir: str | None) -> None:
+    """Use an existing interpreter (a conda env, a cluster module, a vendor container's Python)
+    as FRAMEWORK's environment instead of one bench makes.
+
+    bench checks once that it runs bench's worker (Python 3.6 or newer) and builds a small model
+    with the framework, and records the versions and build (cpu/cuda) the framework reports.
+
+    \b
+    Examples:
+      bench env use pytorch --python /opt/conda/envs/torch/bin/python
+      bench env use tensorflow --python "$(command -v python3)"
+    """
+    from orchestrator import external_env
+
+    entry = external_env.check(framework, python)
+    envs.register(framework, entry, env_dir)
+    click.echo(f"{framework}: uses {entry['python']} ({external_env.describe(entry)})")
+
+
+@env.command("forget")
+@click.argument("framework")
+@env_dir_option
+def env_forget(framework: str, env_dir: str | None) -> None:
+    """Stop using the interpreter registered with `bench env use` for FRAMEWORK.
+
+    \b
+    Example:
+      bench env forget pytorch
+    """
+    entry = envs.forget(framework, env_dir)
+    if entry is None:
+        raise ConfigError(f"bench env forget: no interpreter is registered for {framework!r}")
+    click.echo(f"{framework}: no longer uses {entry['python']}")
 
 
 @env.command("list")
@@ -184,6 +231,8 @@ def env_list(fmt: str, env_dir: str | None) -> None:
         )
         if r["status"] == "ok" and r["build"]:
             detail += f", {r['build']} build"
+        if r["location"] == "external":
+            detail += ", external (bench env use)"
             if r["up_to_date"] is False:
                 detail += f" (out of date: its requirements changed; run bench env setup {r['framework']})"
         click.echo(f"{r['framework']:10s} {r['status']:12s} {detail}")

@@ -1,9 +1,11 @@
-"""Framework environments: one virtual environment per framework, made from pinned requirements.
+"""Framework environments: one virtual environment per framework, made from pinned requirements,
+or an existing interpreter the user registered (``bench env use``).
 
 The orchestrator only ever runs these interpreters; it never imports what is installed in them.
 Where an environment lives, in order: ``BENCH_PYTHON_<FRAMEWORK>`` (an interpreter to use as is),
-else ``<env dir>/<framework>/bin/python`` with the env dir from ``--env-dir``, ``BENCH_ENV_DIR``,
-or ``$XDG_CACHE_HOME/bench/envs`` (``~/.cache/bench/envs``).
+else an interpreter registered with ``bench env use`` (``<env dir>/external.json``), else
+``<env dir>/<framework>/bin/python``; the env dir comes from ``--env-dir``, ``BENCH_ENV_DIR``, or
+``$XDG_CACHE_HOME/bench/envs`` (``~/.cache/bench/envs``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ log = logging.getLogger(__name__)
 
 REQUIREMENTS_DIR = Path(__file__).resolve().parent.parent / "envs"
 MARKER = "bench-env.json"
+# Interpreters registered with `bench env use`, per env dir: {framework: {python, versions, build}}.
+EXTERNAL_FILE = "external.json"
+EXTERNAL = "external (bench env use)"
 # The distribution whose version identifies each framework (read without importing it).
 DISTRIBUTIONS = {
     "pytorch": "torch",
@@ -93,12 +98,22 @@ def python_for(framework: str, root: str | Path | None = None) -> tuple[Path | N
     if framework == "fault":
         # The fault worker is standard library only: the orchestrator's own interpreter runs it.
         return Path(sys.executable), "the orchestrator's interpreter"
+    external = registered(root).get(framework)
+    if external:
+        path = Path(external["python"])
+        if path.exists():
+            return path, EXTERNAL
+        return None, (
+            f"the {framework} interpreter registered with `bench env use` ({path}) no longer exists: "
+            f"register another (`bench env use {framework} --python PATH`) or `bench env forget {framework}`"
+        )
     python = env_dir(root) / framework / "bin" / "python"
     if python.exists():
         return python, str(python.parent.parent)
     return None, (
         f"no {framework} environment at {python.parent.parent}: "
-        f"run `bench env setup {framework}` (or set BENCH_PYTHON_{framework.upper()})"
+        f"run `bench env setup {framework}`, or use an interpreter you have: "
+        f"`bench env use {framework} --python PATH`"
     )
 
 
@@ -136,6 +151,8 @@ def _probe(python: Path, framework: str) -> tuple[str | None, str | None, str | 
 
 def status(framework: str, root: str | Path | None = None) -> EnvStatus:
     python, where = python_for(framework, root)
+    if where == EXTERNAL and python is not None:
+        return _external_status(framework, python, registered(root)[framework])
     if python is None:
         base, why = base_python(framework)
         return EnvStatus(framework, "unavailable", None, where if base else f"{where}; {why}", None)
@@ -145,6 +162,59 @@ def status(framework: str, root: str | Path | None = None) -> EnvStatus:
     state = "unavailable" if problem else "ok"
     build, current = _marker_state(framework, python)
     return EnvStatus(framework, state, str(python), problem, where, py, version, build, current)
+
+
+def _external_status(framework: str, python: Path, entry: dict) -> EnvStatus:
+    """A registered interpreter: still runs? Its versions and build are those read at registration."""
+    version = _version_of(python)
+    problem = None if version else f"the registered interpreter {python} does not run any more"
+    return EnvStatus(
+        framework,
+        "unavailable" if problem else "ok",
+        str(python),
+        problem,
+        "external",
+        version or entry.get("python_version"),
+        entry.get("framework_version"),
+        entry.get("build"),
+        None,
+    )
+
+
+def registered(root: str | Path | None = None) -> dict[str, dict]:
+    """The interpreters registered with `bench env use`, by framework."""
+    path = env_dir(root) / EXTERNAL_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise EnvironmentSetupError(f"{path}: unreadable ({exc}); remove it and register again") from None
+    return {k: v for k, v in data.items() if isinstance(v, dict) and "python" in v}
+
+
+def register(framework: str, entry: dict, root: str | Path | None = None) -> Path:
+    """Record an interpreter as this framework's environment (written whole, then renamed)."""
+    folder = env_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    table = {**registered(root), framework: entry}
+    path = folder / EXTERNAL_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def forget(framework: str, root: str | Path | None = None) -> dict | None:
+    """Drop a registration; returns what was registered (None if nothing was)."""
+    table = registered(root)
+    entry = table.pop(framework, None)
+    if entry is not None:
+        path = env_dir(root) / EXTERNAL_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
+        tmp.replace(path)
+    return entry
 
 
 def _marker_state(framework: str, python: Path) -> tuple[str | None, bool | None]:

@@ -20,9 +20,6 @@ PROBE_TIMEOUT = 600.0
 def probe_one(
     framework: str, model: str, classes: int, image_size: int, env_root: str | None, workdir: Path
 ) -> dict[str, Any]:
-    config = RunConfig(
-        framework=framework, model=model, classes=classes, image_size=image_size, timeout=PROBE_TIMEOUT
-    )
     row: dict[str, Any] = {
         "framework": framework,
         "model": model,
@@ -31,6 +28,16 @@ def probe_one(
     python, where = envs.python_for(framework, env_root)
     if python is None:
         return {**row, "outcome": "unavailable", "reason": where}
+    return {**row, **probe_with(python, framework, model, classes, image_size, workdir)}
+
+
+def probe_with(
+    python: Path, framework: str, model: str, classes: int, image_size: int, workdir: Path
+) -> dict[str, Any]:
+    """Build one model with this interpreter's worker: outcome, parameters, what the framework said."""
+    config = RunConfig(
+        framework=framework, model=model, classes=classes, image_size=image_size, timeout=PROBE_TIMEOUT
+    )
     run_dir = workdir / f"{framework}-{model}"
     run_dir.mkdir(parents=True)
     write_spec(run_dir, config, task="probe")
@@ -41,12 +48,15 @@ def probe_one(
     reason = outcome.reason if outcome.outcome != "ok" else None
     if outcome.exception_type and reason:
         reason = f"{outcome.exception_type}: {outcome.exception_message}"
+    info = result.get("info") or {}
     return {
-        **row,
         "outcome": outcome.outcome,
         "parameters": result.get("parameter_count"),
         "output_shape": result.get("output_shape"),
-        "framework_version": (result.get("info") or {}).get("framework_version"),
+        "framework_version": info.get("framework_version"),
+        "python_version": result.get("python_version"),
+        "build": info.get("build"),
+        "cuda_version": info.get("cuda_version"),
         "reason": reason,
     }
 

@@ -64,6 +64,7 @@ class Adapter(base.Adapter):
             "python_version": platform.python_version(),
             "threads": _threads(mx, requested, before_import),
             "cuda_version": None,
+            "build": "cuda" if mx.runtime.Features().is_enabled("CUDA") else "cpu",
         }
         if self.config["device"] == "cuda":
             info["cuda_version"] = _check_cuda(mx)

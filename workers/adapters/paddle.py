@@ -69,6 +69,7 @@ class Adapter(base.Adapter):
             "python_version": platform.python_version(),
             "threads": _apply_threads(paddle, threads, omp_env),
             "cuda_version": _cuda_version(paddle),
+            "build": "cuda" if paddle.is_compiled_with_cuda() else "cpu",
             "with_mkl": getattr(paddle.version, "with_mkl", None),
             "training_path": self.training_path,
         }

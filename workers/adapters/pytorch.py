@@ -47,6 +47,8 @@ class Adapter(base.Adapter):
             "python_version": platform.python_version(),
             "threads": threads,
             "cuda_version": torch.version.cuda,
+            # What the installed wheel was built for, whatever the device of this run.
+            "build": "cuda" if torch.version.cuda else "cpu",
         }
         if self.config["device"] == "cuda":
             _check_cuda(torch)

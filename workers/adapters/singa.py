@@ -72,23 +72,29 @@ class Adapter(base.Adapter):
                     self.config["optimizer"]))
         sg = _import()
         self.refuse_gpu_memory_budget("Singa has no per-process cap on device memory")
-        if self.config["device"] == "cuda":
+        cuda_build = bool(getattr(sg["wrap"], "USE_CUDA", False))
+        if self.config["device"] == "cuda" and cuda_build:
+            # A CUDA build the user brought (bench env use): never run on a GPU here, unverified.
+            self.dev = sg["device"].create_cuda_gpu_on(0)
+        elif self.config["device"] == "cuda":
             raise base.Unavailable(
                 "singa {} from PyPI is a CPU-only build (singa_wrap has no USE_CUDA; it was compiled "
                 "with {}); running on cuda needs a CUDA build of singa (from source, or Singa's "
                 "conda packages) in this environment".format(
                     sg["version"], ", ".join(sorted(k for k in dir(sg["wrap"]) if k.startswith("USE_")))))
-        if self.config["device"] != "cpu":
+        elif self.config["device"] != "cpu":
             raise base.Unsupported("device {!r} is not supported by the Singa adapter (cpu)".format(
                 self.config["device"]))
-        self.dev = sg["device"].get_default_device()
+        else:
+            self.dev = sg["device"].get_default_device()
         self.dev.SetRandSeed(int(self.config["seed"]))
         return {
             "framework_version": sg["version"],
             "python_version": platform.python_version(),
             "threads": _threads_report(threads),
-            "device_name": base.cpu_name(),
+            "device_name": "cuda:0" if self.config["device"] == "cuda" else base.cpu_name(),
             "cuda_version": None,
+            "build": "cuda" if cuda_build else "cpu",
             "training_path": "singa.model.Model, use_graph=True (buffered graph replayed per step)",
         }
 

@@ -70,6 +70,7 @@ class Adapter(base.Adapter):
             # Before any op: TensorFlow fixes its thread pools and devices when its context starts.
             "threads": _apply_threads(tf, threads),
             "cuda_version": tf.sysconfig.get_build_info().get("cuda_version"),
+            "build": "cuda" if tf.test.is_built_with_cuda() else "cpu",
         }
         if device == "cuda":
             self.gpu, self.device = True, "/GPU:0"
