@@ -128,10 +128,8 @@ def ensure_dependencies(wheels: Path, site: Path) -> dict[str, str]:
         ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
-            raise Stop(
-                f"installing {', '.join(missing)} from {wheels} failed: {done.stderr.strip()[-400:]}",
-                EXIT_SETUP,
-            )
+            why = "; ".join(line.strip() for line in done.stderr.strip().splitlines()[-2:])
+            raise Stop(f"installing {', '.join(missing)} from {wheels} failed: {why}", EXIT_SETUP)
         sys.path.insert(0, str(site))
         paths.insert(0, str(site))
         importlib.invalidate_caches()
@@ -161,7 +159,7 @@ def probe_cuda(python: Path) -> dict:
     try:
         info = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        why = f"the probe exited {done.returncode}: {done.stderr.strip()[-300:]}"
+        why = f"the probe exited {done.returncode}: {' '.join(done.stderr.split())[-300:]}"
         raise Stop(f"no CUDA device: {why}", EXIT_NO_CUDA) from None
     if not info.get("available"):
         raise Stop(f"no CUDA device: {info.get('why')}", EXIT_NO_CUDA)

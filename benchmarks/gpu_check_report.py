@@ -20,6 +20,7 @@ sys.path.insert(0, str(REPO))
 import overhead_paired  # noqa: E402
 
 from profiler import energy  # noqa: E402
+from profiler import kernels as rules  # noqa: E402
 
 MIB = 1 << 20
 MEMORY_TOLERANCE = 0.10  # NVML's per-process peak against torch.cuda.max_memory_reserved
@@ -215,21 +216,13 @@ def check_oom(runs: list[dict[str, Any]], budget: bool) -> Check:
 
 
 def kernel_classes(db: Path, run_id: int) -> tuple[dict[str, float], list[str]]:
+    """Each class's share of the run's kernel time, and the names no rule matched (a deliberate
+    "other" rule, for bookkeeping, is a classification)."""
     with connect(db) as conn:
-        shares = {
-            c: s or 0.0
-            for c, s in conn.execute(
-                "SELECT class, sum(share) FROM kernels WHERE run_id = ? GROUP BY class ORDER BY 2 DESC",
-                (run_id,),
-            )
-        }
-        other = [
-            n
-            for (n,) in conn.execute(
-                "SELECT name FROM kernels WHERE run_id = ? AND class = 'other' ORDER BY total_seconds DESC",
-                (run_id,),
-            )
-        ]
+        query = "SELECT class, sum(share) FROM kernels WHERE run_id = ? GROUP BY class ORDER BY 2 DESC"
+        shares = {c: s or 0.0 for c, s in conn.execute(query, (run_id,))}
+        query = "SELECT name FROM kernels WHERE run_id = ? AND class = ? ORDER BY total_seconds DESC"
+        other = [n for (n,) in conn.execute(query, (run_id, rules.OTHER)) if rules.rule_for(n) is None]
     return shares, other
 
 

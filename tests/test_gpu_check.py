@@ -50,6 +50,26 @@ def test_a_missing_interpreter_or_phase_is_a_one_line_setup_error(tmp_path):
     )
 
 
+@pytest.mark.framework
+def test_missing_dependencies_without_their_wheels_are_one_line(pytorch_python, tmp_path):
+    """The PyTorch environment lacks bench's own packages (click, SQLAlchemy, ...): real pip, no index."""
+    wheels, work = tmp_path / "wheels", tmp_path / "work"
+    wheels.mkdir()
+    cmd = [str(pytorch_python), str(SCRIPT), "--out", str(tmp_path / "r.md"), "--work", str(work)]
+    done = subprocess.run(
+        [*cmd, "--wheels", str(wheels)], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 2 and len(done.stdout.splitlines()) == 1
+    assert done.stdout.startswith("gpu_check: installing ") and "SQLAlchemy" in done.stdout
+    assert f"from {wheels} failed: ERROR: " in done.stdout
+    assert (tmp_path / "r.md").read_text() == done.stdout
+    done = subprocess.run(
+        [*cmd, "--wheels", str(tmp_path / "none")], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stdout.endswith(f"and no wheel folder {tmp_path / 'none'} (benchmarks/gpu_wheels.sh)\n")
+
+
 def test_its_matrices_are_what_the_issue_asks_and_bench_accepts_them(tmp_path):
     from orchestrator.matrix import load_matrix
 
@@ -81,6 +101,9 @@ FAULT_SWEEPS = {
     "gpu-check-matrix": "  - {fault: sleep, seconds: 0.6}\n"
     "  - {fault: sleep, seconds: 0.6, batch_size: 16}\n",
     "gpu-check-oom": "  - {fault: oom}\n",
+    # The fault worker's tracer: made-up records under real kernel and operator names.
+    "gpu-check-kernels": "  - {fault: ok, trace: kernels, model: resnet50}\n"
+    "  - {fault: ok, trace: kernels, model: vgg16}\n",
 }
 
 
@@ -91,7 +114,9 @@ def test_the_checks_read_real_runs_and_fail_what_needs_a_gpu(cli, write_matrix, 
             f"name: {name}\nsettings: {{framework: fault, dataset_size: 64, batch_size: 8}}\ninclude:\n{runs}"
         )
         assert cli("run", "--matrix", str(write_matrix(text, f"{name}.yaml"))).exit_code == 0
-    found = {c.name: c for c in report.checks(workdir / "bench.db", workdir, {"nvtx_library": "none"})}
+    kernels_report = cli("report", "--kernels", "--format", "markdown").output
+    context = {"nvtx_library": "none", "kernels_report": kernels_report}
+    found = {c.name: c for c in report.checks(workdir / "bench.db", workdir, context)}
     runs = found["every cuda run ok, images/s and epoch seconds"]
     assert runs.status == "PASS" and runs.summary == "2 of 2 runs ok"
     assert runs.details[2].startswith("| 1 | small_cnn | 8 | ok | ")  # figures as recorded
@@ -104,7 +129,20 @@ def test_the_checks_read_real_runs_and_fail_what_needs_a_gpu(cli, write_matrix, 
     energy = found["GPU energy per epoch and per image"]
     assert energy.status == "FAIL" and "no GPU energy counter: " in "\n".join(energy.details)
     assert found["NVTX ranges in the tracer's output"].status == "FAIL"
-    assert "not run" in found["trace: kernels on cuda, classified (resnet50, vgg16)"].summary
+    kernels = found["trace: kernels on cuda, classified (resnet50, vgg16)"]
+    assert kernels.status == "PASS" and kernels.summary == "every kernel name classified"
+    assert kernels.details[0].startswith(
+        "- run 4 resnet50: ok, backend fault (synthetic), trace ok; convolution 50.0%"
+    )
+    assert kernels_report.strip() and kernels_report.strip() in "\n".join(kernels.details)
     assert found["harness overhead against the bare loop (resnet50, 224 px, batch 64)"].status == "NOTE"
     page = report.markdown(list(found.values()), {"cuda": {"device": "none"}, "phases": []})
-    assert page.startswith("# bench GPU check\n") and "- result: 1 PASS, 4 FAIL, 3 NOTE" in page
+    assert page.startswith("# bench GPU check\n") and "- result: 2 PASS, 4 FAIL, 2 NOTE" in page
+
+
+def test_unclassified_means_no_rule_matched_not_a_deliberate_other():
+    from profiler import kernels as rules
+
+    assert rules.rule_for("aten::view") == rules.OTHER  # bookkeeping, classified on purpose
+    assert rules.rule_for("zz_made_up_name") is None and rules.kernel_class("zz_made_up_name") == rules.OTHER
+    assert rules.rule_for("volta_sgemm_128x64_nn") == rules.GEMM
