@@ -105,6 +105,7 @@ def write_matrix(path: Path, matrix: dict[str, Any]) -> Path:
 
 def overhead(work: Path, env: dict[str, str], log: Path) -> None:
     """benchmarks/overhead.py on cuda; its figures go to <work>/overhead.json."""
+    (work / "overhead.json").unlink(missing_ok=True)  # an earlier call's figures are not this one's
     cmd = [
         sys.executable,
         str(REPO / "benchmarks" / "overhead.py"),

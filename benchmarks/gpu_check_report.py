@@ -33,6 +33,7 @@ class Check:
     status: str  # PASS | FAIL | NOTE
     summary: str
     details: list[str] = field(default_factory=list)
+    missing: str | None = None  # the phase whose sweep this check found no trace of
 
 
 def connect(db: Path) -> sqlite3.Connection:
@@ -82,7 +83,9 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def not_run(name: str, phase: str) -> Check:
-    return Check(name, "NOTE", f"phase {phase} has no sweep in this database (not run: --phases)")
+    return Check(
+        name, "NOTE", f"phase {phase} has no sweep in this database (not run: --phases)", missing=phase
+    )
 
 
 def cuda_oom(run: dict[str, Any]) -> bool:
@@ -314,6 +317,7 @@ def check_overhead(work: Path, runs: list[dict[str, Any]]) -> Check:
             "NOTE" if not text else "FAIL",
             "overhead not measured" if not text else "benchmarks/overhead.py wrote no figures",
             ["```", text, "```"] if text else [],
+            missing=None if text else "overhead",
         )
     saved = json.loads(path.read_text())
     harness = [r["harness"]["step_seconds"] for r in saved["rounds"]]
@@ -353,7 +357,7 @@ def check_overhead(work: Path, runs: list[dict[str, Any]]) -> Check:
 def checks(db: Path, work: Path, context: dict[str, Any]) -> list[Check]:
     matrix, kernels = sweep_runs(db, "gpu-check-matrix"), sweep_runs(db, "gpu-check-kernels")
     oom = sweep_runs(db, "gpu-check-oom")
-    return [
+    found = [
         check_runs(matrix),
         check_memory(matrix),
         check_oom(oom, budget=True),
@@ -363,6 +367,10 @@ def checks(db: Path, work: Path, context: dict[str, Any]) -> list[Check]:
         check_energy(matrix),
         check_overhead(work, matrix),
     ]
+    for c in found:
+        if c.missing in context.get("phases", []):  # asked for, yet nothing recorded: bench failed
+            c.status, c.summary = "FAIL", f"phase {c.missing} ran but left no sweep (commands.log says why)"
+    return found
 
 
 def tally(found: list[Check]) -> str:

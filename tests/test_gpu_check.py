@@ -146,3 +146,11 @@ def test_unclassified_means_no_rule_matched_not_a_deliberate_other():
     assert rules.rule_for("aten::view") == rules.OTHER  # bookkeeping, classified on purpose
     assert rules.rule_for("zz_made_up_name") is None and rules.kernel_class("zz_made_up_name") == rules.OTHER
     assert rules.rule_for("volta_sgemm_128x64_nn") == rules.GEMM
+
+
+def test_a_phase_asked_for_that_left_no_sweep_fails(tmp_path):
+    found = report.checks(tmp_path / "absent.db", tmp_path, {"phases": ["oom", "overhead"]})
+    status = {c.name: c.status for c in found}
+    assert status["oom under gpu_memory_budget"] == status["oom at a batch too large for the card"] == "FAIL"
+    assert status["harness overhead against the bare loop (resnet50, 224 px, batch 64)"] == "FAIL"
+    assert status["every cuda run ok, images/s and epoch seconds"] == "NOTE"  # matrix not asked for
