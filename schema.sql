@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 
 -- One invocation of `bench run` (or `bench rerun`); --resume continues an existing sweep.
 CREATE TABLE sweeps (
@@ -111,7 +111,12 @@ CREATE TABLE runs (
     -- where to look and how to do it again
     run_dir                 TEXT NOT NULL,
     worker_command          TEXT NOT NULL,
-    reproduce               TEXT NOT NULL
+    reproduce               TEXT NOT NULL,
+    -- GPU energy (version 5; profiler/energy.py): the whole device's, over the timed epochs
+    gpu_energy_source       TEXT,                        -- NVML total energy counter | NVML power,
+                                                         -- integrated | none: why there is no figure
+    gpu_joules_per_epoch    REAL,                        -- median over the timed epochs
+    gpu_joules_per_image    REAL                         -- median over the timed epochs
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 
@@ -130,6 +135,7 @@ CREATE TABLE epochs (
     val_accuracy        REAL,
     os_threads          INTEGER,                         -- the worker's OS threads after the epoch
     minor_faults        INTEGER,                         -- minor page faults during the timed epoch
+    gpu_joules          REAL,                            -- GPU energy of the epoch (NULL: no figure)
     PRIMARY KEY (run_id, repeat, epoch)
 );
 
@@ -170,6 +176,9 @@ CREATE TABLE samples (
     gpu_memory_bytes    INTEGER,                         -- NULL without NVML
     gpu_util            REAL,
     final               INTEGER NOT NULL DEFAULT 0,      -- 1: taken as the worker exited
+    gpu_energy_joules   REAL,                            -- the run's GPUs' energy counter since first
+                                                         -- seen, J (NULL: no counter)
+    gpu_power_watts     REAL,                            -- the run's GPUs' power draw, W (NVML)
     PRIMARY KEY (run_id, seq)
 );
 

@@ -32,6 +32,8 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 # --paired: the runner's loop body (train_step + step event), train_step alone, the bare step.
 SIDES = ("harness", "adapter", "bare")
 ORDERS = list(itertools.permutations(SIDES))
+# The bare loops that can run on a GPU (their make_solo honours args.device).
+CUDA_LOOPS = ("pytorch",)
 
 
 def parse_args(description, argv=None):
@@ -48,6 +50,7 @@ def parse_args(description, argv=None):
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (the PyTorch loop only)")
     parser.add_argument("--paired", type=int, default=0, help="passes of the in-process comparison")
     parser.add_argument(
         "--chunk", type=int, default=0, help="steps per side and turn with --paired (0: from --chunk-seconds)"
@@ -121,7 +124,9 @@ def solo(step, batches, warmup, value, sync):
 def make_adapter(framework, args):
     """The harness's adapter for this configuration: set up, built, data loaded."""
     adapter_class = importlib.import_module("workers.adapters." + framework).Adapter
-    config = dict(data_config(args), framework=framework, model=args.model, device="cpu", optimizer="sgd")
+    config = dict(
+        data_config(args), framework=framework, model=args.model, device=args.device, optimizer="sgd"
+    )
     config.update(batch_size=args.batch_size, lr=args.lr, momentum=args.momentum, threads=args.threads)
     adapter = adapter_class(config)
     adapter.setup()
@@ -197,6 +202,8 @@ def paired(adapter, train_size, bare_step, batches, args):
 def main(framework, setup, make_solo, on_adapter, argv=None):
     """Parse the arguments, measure (solo or --paired) and print one JSON line."""
     args = parse_args(f"A bare, hand-written {framework} training loop.", argv)
+    if args.device != "cpu" and framework not in CUDA_LOOPS:
+        raise SystemExit(f"--device {args.device}: the bare {framework} loop runs on cpu only")
     sys.path.insert(0, REPO)
     fw, info = setup(args)
     batches = numpy_batches(args)

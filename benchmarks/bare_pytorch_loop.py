@@ -7,6 +7,9 @@ it is the very data); everything else is plain PyTorch: pre-made batch tensors, 
 / cross_entropy / backward / step, and time.perf_counter around the timed steps. No events, no
 runner, no adapter.
 
+With --device cuda the batches wait in pinned host memory and each step copies its own to the GPU
+(non_blocking), as the harness's adapter does; the clock stops after torch.cuda.synchronize().
+
 With --paired N it instead measures, in this one process, N passes over the steps, taken in chunks
 of --chunk steps three times in turn, each chunk clocked on its own: by the harness's code (the
 PyTorch adapter's train_step and the runner's per-step event, as workers/runner.py runs them), by
@@ -32,11 +35,15 @@ def setup(args):
     return torch, {"version": torch.__version__, "threads": threads}
 
 
-def make_step(torch, model, optimizer):
-    """The hand-written training step."""
+def make_step(torch, model, optimizer, device="cpu"):
+    """The hand-written training step (on cuda it copies its batch to the device first)."""
     cross_entropy = torch.nn.functional.cross_entropy
+    cuda = device == "cuda"
 
     def step(x, y):
+        if cuda:
+            x = x.to("cuda", non_blocking=True)
+            y = y.to("cuda", non_blocking=True)
         optimizer.zero_grad(set_to_none=True)
         loss = cross_entropy(model(x), y)
         loss.backward()
@@ -46,8 +53,16 @@ def make_step(torch, model, optimizer):
     return step
 
 
-def tensors(torch, batches):
-    return [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches]
+def tensors(torch, batches, device="cpu"):
+    pairs = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches]
+    if device == "cuda":
+        # Pinned (page-locked), as the adapter's epoch buffers are: the copy can run asynchronously.
+        pairs = [(x.pin_memory(), y.pin_memory()) for x, y in pairs]
+    return pairs
+
+
+def sync_for(torch, device):
+    return torch.cuda.synchronize if device == "cuda" else bare_common.no_sync
 
 
 def make_solo(torch, args, batches):
@@ -58,13 +73,18 @@ def make_solo(torch, args, batches):
     arch = models.build_arch(args.model, args.classes, args.image_size)
     with torch.no_grad():
         model = _sequential(torch.nn, arch["layers"], tuple(arch["input"]))[0].train()
+    if args.device == "cuda":
+        torch.backends.cudnn.benchmark = True  # as the adapter sets it
+        model = model.to("cuda")
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
-    step = make_step(torch, model, optimizer)
-    return step, tensors(torch, batches), lambda loss: loss.item(), bare_common.no_sync
+    step = make_step(torch, model, optimizer, args.device)
+    batches = tensors(torch, batches, args.device)
+    return step, batches, lambda loss: loss.item(), sync_for(torch, args.device)
 
 
 def on_adapter(torch, adapter, args, batches):
-    return make_step(torch, adapter.model, adapter.optimizer), tensors(torch, batches)
+    step = make_step(torch, adapter.model, adapter.optimizer, args.device)
+    return step, tensors(torch, batches, args.device)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ about 20 ms (bare_<framework>_loop.py --paired): the harness's own per-step cost
 below the run-to-run noise of separate processes.
 
     .venv/bin/python benchmarks/overhead.py --framework tensorflow
+    .venv/bin/python benchmarks/overhead.py --framework pytorch --device cuda --model resnet50 \\
+        --image-size 224 --batch-size 64 --threads 0
     .venv/bin/python benchmarks/overhead.py --framework mxnet --model resnet50 --image-size 64 \\
         --batch-size 8 --steps 20 --warmup 3 --rounds 6
 """
@@ -124,6 +126,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--framework", default="pytorch", choices=FRAMEWORKS)
     parser.add_argument("--model", default="small_cnn", choices=MODELS)
+    parser.add_argument(
+        "--device", default="cpu", choices=("cpu", "cuda"), help="cuda: PyTorch only (both sides synchronise)"
+    )
     parser.add_argument("--image-size", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2, help="0 = the framework's default (default 2)")
@@ -166,7 +171,7 @@ def make_config(args: argparse.Namespace) -> RunConfig:
     config = RunConfig(
         framework=args.framework,
         model=args.model,
-        device="cpu",
+        device=args.device,
         batch_size=args.batch_size,
         epochs=1,
         warmup_steps=args.warmup,
@@ -230,7 +235,7 @@ def bare_loop(config: RunConfig, python: Path, *extra: str) -> dict[str, Any]:
     cmd += ["--steps", str(config.train_size // config.batch_size)]
     cmd += ["--dataset-size", str(config.dataset_size)]
     cmd += ["--val-fraction", str(config.val_fraction), "--lr", str(config.lr)]
-    cmd += ["--momentum", str(config.momentum), "--seed", str(config.seed), *extra]
+    cmd += ["--momentum", str(config.momentum), "--seed", str(config.seed), "--device", config.device, *extra]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         raise SystemExit(f"bare loop failed (exit {done.returncode}): {done.stderr[-2000:]}")
@@ -353,6 +358,9 @@ def one_round(r: int, config: RunConfig, python: Path, runs: Path, args: argpars
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     args = parse_args(argv)
+    if args.device == "cuda" and args.framework != "pytorch":
+        log.error("--device cuda: only the PyTorch bare loop runs on a GPU, not %s", args.framework)
+        return 2
     config = make_config(args)
     if args.malloc_tuned:
         os.environ.update(MALLOC_VARIABLES)  # both the harness's worker and the bare loop inherit them

@@ -156,9 +156,26 @@ def _kernel_oom(finished: Finished, timeline: Timeline | None) -> str | None:
     )
 
 
+def _oom_line(stderr: str) -> str | None:
+    """The last line of stderr's tail that reports running out of memory (host or device), if any."""
+    lines = [line.strip() for line in stderr[-4000:].splitlines() if OOM_TEXT.search(line)]
+    return lines[-1][:300] if lines else None
+
+
 def _from_signal(finished: Finished, stderr: str, timeline: Timeline | None) -> Outcome:
     number = -finished.returncode
     name = signal_name(number)
+    line = _oom_line(stderr) if number == signal.SIGABRT else None
+    if line:
+        # A C++ allocator failure (std::bad_alloc, a CUDA "out of memory" not turned into a Python
+        # exception) ends in abort(): the memory ran out; the abort is only how the process went.
+        return Outcome(
+            "oom",
+            reason=f"aborted (SIGABRT) after running out of memory: {line}",
+            signal_number=number,
+            signal_name=name,
+            traceback=fatal_traceback(stderr),
+        )
     evidence = _kernel_oom(finished, timeline) if number == signal.SIGKILL else None
     if evidence:
         return Outcome(
@@ -195,7 +212,23 @@ def _from_result(result: dict[str, Any], finished: Finished) -> Outcome:
     if status == "ok" and finished.returncode != 0:
         outcome.outcome = "error"
         outcome.reason = f"exited with status {finished.returncode} after reporting ok"
+    if status == "oom" and result.get("device_memory"):
+        outcome.reason = f"{outcome.reason}; {device_memory_text(result['device_memory'])}"
     return outcome
+
+
+def device_memory_text(memory: dict[str, Any]) -> str:
+    """The framework's own account of device memory at the end, in words."""
+    parts = [
+        f"{label} {format_size(memory[key])}"
+        for key, label in (
+            ("max_memory_reserved", "peak reserved"),
+            ("max_memory_allocated", "peak allocated"),
+            ("total_memory", "of a device of"),
+        )
+        if memory.get(key) is not None
+    ]
+    return f"device memory ({memory.get('source', 'framework')}): {', '.join(parts)}"
 
 
 def classify(finished: Finished, run_dir: Path, timeout: float, timeline: Timeline | None = None) -> Outcome:
@@ -223,10 +256,10 @@ def classify(finished: Finished, run_dir: Path, timeout: float, timeline: Timeli
     if result is not None:
         return _from_result(result, finished)
     if finished.returncode != 0:
-        kind = "oom" if OOM_TEXT.search(stderr[-2000:]) else "error"
+        line = _oom_line(stderr)
         return Outcome(
-            kind,
-            reason=f"exited with status {finished.returncode} ({problem})",
+            "oom" if line else "error",
+            reason=f"exited with status {finished.returncode} ({problem})" + (f": {line}" if line else ""),
             exit_code=finished.returncode,
         )
     return Outcome("invalid", reason=f"exited 0 but {problem}", exit_code=0)

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from orchestrator import __version__, hostinfo, tracing
 from orchestrator.db import Database
 from orchestrator.execute import RunRecord, now, summarise, where_it_died
+from profiler import energy
 from profiler import kernels as kernel_classes
 from profiler import timeline as timelines
 
@@ -87,7 +88,12 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     row.update(summarise(rec.epochs))
     row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
     row.update(tracing.summary(rec.config, rec.trace, out.outcome))
+    row.update({k: v for k, v in _energy(rec).items() if k != "epoch_joules"})
     return row
+
+
+def _energy(rec: RunRecord) -> dict[str, Any]:
+    return energy.summary(rec.timeline, rec.epochs, sampled=rec.config.sample_interval != 0)
 
 
 def _event_field(rec: RunRecord, event: str, key: str) -> Any:
@@ -121,8 +127,17 @@ def _environment_row(run_id: int, rec: RunRecord) -> dict[str, Any]:
         "thread_env": json.dumps(rec.thread_env, sort_keys=True),
         "threads_applied": json.dumps(info.get("threads"), sort_keys=True),
         "bench_commit": hostinfo.git_commit(),
-        "extra": json.dumps({k: v for k, v in info.items() if k not in known}, sort_keys=True),
+        "extra": json.dumps(_extra(info, result, known), sort_keys=True),
     }
+
+
+def _extra(info: dict[str, Any], result: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    """What the worker reported beyond the named columns; device_memory is the framework's own
+    account of device memory (torch.cuda's peaks), set beside NVML's in docs/gpu.md."""
+    extra = {k: v for k, v in info.items() if k not in known}
+    if result.get("device_memory"):
+        extra["device_memory"] = result["device_memory"]
+    return extra
 
 
 def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
@@ -140,7 +155,11 @@ def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
         "os_threads",
         "minor_faults",
     )
-    return [{"run_id": run_id, **{k: e.get(k) for k in keys}} for e in rec.epochs]
+    joules = _energy(rec)["epoch_joules"]
+    return [
+        {"run_id": run_id, **{k: e.get(k) for k in keys}, "gpu_joules": j}
+        for e, j in zip(rec.epochs, joules, strict=True)
+    ]
 
 
 def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:

@@ -232,6 +232,7 @@ def inspect_text(data: dict[str, Any]) -> str:
                 f"  repeat {e['repeat']} epoch {e['epoch']}: {number(e['seconds'])} s, "
                 f"{number(e['images_per_second'], 4)} images/s, loss {number(e['train_loss'])}, "
                 f"val acc {number(e['val_accuracy'])}"
+                + (f", GPU {number(e['gpu_joules'])} J" if e.get("gpu_joules") is not None else "")
             )
     lines += timelines.resource_lines(run, data["phases"], data["last_samples"])
     lines += kernel_reports.inspect_lines(run, data.get("kernels", []))

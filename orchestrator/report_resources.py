@@ -18,6 +18,7 @@ from orchestrator.db import Database
 from orchestrator.errors import ConfigError
 from orchestrator.report import latest_runs, model_label, pick_sweep, sweep_heading
 from orchestrator.tables import Column, mib_column, number, render
+from profiler import energy
 
 # Each comparison holds everything else fixed: the threads one groups by batch size too, the batch
 # one by threads too (each drops its own axis), so no row averages over the other study's axis.
@@ -34,6 +35,9 @@ UNITS = {
     "gpu_memory_peak_bytes": "bytes of device memory (NVML)",
     "gpu_util_mean": "% (NVML), mean over the timed epochs",
     "images_per_second": "median over the timed epochs",
+    "gpu_joules_per_epoch": "J, the run's GPUs (whole device), median over the timed epochs",
+    "gpu_joules_per_image": "J, the same divided by the epoch's images, median",
+    "gpu_energy_source": "what the joules come from, or 'none: ' and why there is no figure",
 }
 
 
@@ -49,7 +53,11 @@ def _sampler(row: dict[str, Any]) -> str:
     return "" if status == "ok" else status
 
 
-GPU_KEYS = ("gpu_memory_peak_bytes", "gpu_util_mean")
+def _millis(value: float | None) -> str:
+    return "—" if value is None else number(value * 1000)
+
+
+GPU_KEYS = ("gpu_memory_peak_bytes", "gpu_util_mean", "gpu_joules_per_epoch", "gpu_joules_per_image")
 RESOURCE_COLUMNS = [
     Column("run", "id"),
     Column("framework", "framework", lambda r: r["framework"]),
@@ -70,6 +78,8 @@ RESOURCE_COLUMNS = [
     mib_column("USS peak MiB", "uss_peak_bytes"),
     mib_column("GPU mem peak MiB", "gpu_memory_peak_bytes"),
     Column("GPU util %", "gpu_util_mean"),
+    Column("GPU J/epoch", "gpu_joules_per_epoch"),
+    Column("GPU mJ/image", "gpu_joules_per_image", lambda r: _millis(r.get("gpu_joules_per_image"))),
     Column("sampler", "sampler_status", _sampler),
 ]
 # What CSV and JSON carry besides the columns: enough to tell configurations apart and to read units.
@@ -80,6 +90,7 @@ EXTRA_KEYS = (
     "cpu_allowed",
     "samples_count",
     "sampler_cpu_seconds",
+    "gpu_energy_source",
 )
 
 
@@ -128,8 +139,22 @@ def resources(
     parts = [sweep_heading(sweep), render(rows, columns, fmt)]
     if not any(r.get("samples_count") for r in rows):
         parts.append("no run of this sweep has resource samples (sampler off, or recorded before it)")
+    parts += energy_notes(rows)
     parts += _sections(comparisons, keys, fmt)
     return "\n".join(parts)
+
+
+def energy_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Why runs have no GPU energy figure, in words, one line per reason (never a 0 in the table)."""
+    by_reason: dict[str, list[int]] = {}
+    for r in rows:
+        if r.get("gpu_joules_per_epoch") is None:
+            by_reason.setdefault(energy.describe(r), []).append(r["id"])
+    return [f"GPU energy, runs {_id_list(ids)}: {reason}" for reason, ids in by_reason.items()]
+
+
+def _id_list(ids: list[int]) -> str:
+    return ", ".join(map(str, ids)) if len(ids) <= 8 else f"{ids[0]}–{ids[-1]} ({len(ids)} runs)"
 
 
 def parse_group_by(text: str | None) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from orchestrator.config import DEFAULT_SAMPLE_INTERVAL
 from orchestrator.db import Database
 from orchestrator.errors import RunNotFound
 from orchestrator.tables import Column, mib_column, number, render
+from profiler import energy
 
 MIB = 1 << 20
 LAST_SAMPLES = 10
@@ -33,6 +34,8 @@ SAMPLE_KEYS = (
     "gpu_memory_bytes",
     "gpu_util",
     "final",
+    "gpu_energy_joules",
+    "gpu_power_watts",
 )
 
 
@@ -93,7 +96,7 @@ def _summary_lines(run: dict[str, Any]) -> list[str]:
         + (f", its own CPU {number(run['sampler_cpu_seconds'])} s" if run.get("sampler_cpu_seconds") else "")
     )
     if not run.get("samples_count"):
-        return [sampler]
+        return [sampler, f"  GPU energy: {energy.describe(run)}"]
     lines = [
         sampler,
         f"  CPUs allowed: {run.get('cpus') or 'all'} ({number(run.get('cpu_allowed'))})",
@@ -111,6 +114,7 @@ def _summary_lines(run: dict[str, Any]) -> list[str]:
             f"  GPU: memory peak {size(run.get('gpu_memory_peak_bytes'))}, "
             f"utilisation mean {number(run.get('gpu_util_mean'))} %"
         )
+    lines.append(f"  GPU energy: {energy.describe(run)}")
     return lines
 
 

@@ -128,13 +128,18 @@ def normalise(name: str) -> str:
     return name
 
 
-def kernel_class(name: str) -> str:
-    """The class of one kernel or operator name (OTHER when no rule matches)."""
+def rule_for(name: str) -> str | None:
+    """The class of the first rule that matches the name; None when no rule does."""
     text = normalise(name)
     for cls, pattern in RULES:
         if pattern.search(text):
             return cls
-    return OTHER
+    return None
+
+
+def kernel_class(name: str) -> str:
+    """The class of one kernel or operator name (OTHER when no rule matches)."""
+    return rule_for(name) or OTHER
 
 
 def tile_shape(name: str) -> str | None:

@@ -11,7 +11,7 @@ a drift-corrected schedule until the worker exits, takes one last sample then, a
 record to the output as one flushed JSON line, so the timeline survives the worker's segfault, a
 kernel OOM kill and the sampler's own death. Records (docs/profiler.md):
 
-    {"kind": "start", ...}            what the sampler could see (NVML or why not), its settings
+    {"kind": "start", ...}            what the sampler could see (NVML or why not; energy source), settings
     {"kind": "sample", "t": ..., ...} one sample: seconds since the worker started, phase, cpu, ...
     {"kind": "budget", ...}           the memory budget was crossed; the process tree was killed
     {"kind": "end", ...}              how many samples, and the sampler's own CPU time
@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 import psutil
+
+from profiler.nvml import Gpu
 
 # The process tree is found by scanning every process's parent (no cheaper way without
 # CONFIG_PROC_CHILDREN): 1 to 2 ms for 70 processes, so it is rescanned at most this often.
@@ -83,39 +85,6 @@ class PhaseTail:
             self.phase = event.get("phase")
             self.epoch = event.get("epoch")
             self.repeat = event.get("repeat", self.repeat)
-
-
-class Gpu:
-    """Device memory and utilisation of the run's processes through NVML, where there is one."""
-
-    def __init__(self) -> None:
-        self.nvml: Any = None
-        self.handles: list[Any] = []
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-            self.nvml = pynvml
-            self.status = f"NVML: {len(self.handles)} device(s)"
-        except Exception as exc:  # no library, no driver, no device: GPU columns stay empty
-            self.status = f"no NVML ({type(exc).__name__}: {exc})".strip()
-
-    def measure(self, pids: set[int]) -> tuple[int | None, float | None]:
-        """Bytes of device memory the pids hold, and the mean utilisation of the devices they use."""
-        if self.nvml is None:
-            return None, None
-        used, utils = 0, []
-        for handle in self.handles:
-            try:
-                procs = self.nvml.nvmlDeviceGetComputeRunningProcesses(handle)
-                mine = [p for p in procs if p.pid in pids]
-                if mine:
-                    used += sum(p.usedGpuMemory or 0 for p in mine)
-                    utils.append(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
-            except self.nvml.NVMLError:
-                continue
-        return used, (sum(utils) / len(utils) if utils else None)
 
 
 class Tree:
@@ -228,7 +197,7 @@ class Sampler:
         if not final and (now - self.last_uss >= USS_EVERY_SECONDS or record["rss"] > 1.1 * self.rss_at_uss):
             record["uss"] = self.tree.uss()
             self.last_uss, self.rss_at_uss = now, record["rss"]
-        record["gpu_mem"], record["gpu_util"] = self.gpu.measure(self.tree.pids())
+        record.update(self.gpu.measure(self.tree.pids()))
         if final:
             record["final"] = True
         self.peak_rss = max(self.peak_rss, record["rss"])
@@ -372,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                 "interval": args.interval,
                 "memory_budget": args.memory_budget,
                 "gpu": sampler.gpu.status,
+                "energy": sampler.gpu.energy,
                 "sampler_pid": os.getpid(),
             }
         )

@@ -172,6 +172,8 @@ def sample_rows(timeline: Timeline, cpus_allowed: int) -> list[dict[str, Any]]:
                 "gpu_memory_bytes": s.get("gpu_mem"),
                 "gpu_util": s.get("gpu_util"),
                 "final": 1 if s.get("final") else 0,
+                "gpu_energy_joules": s.get("gpu_energy"),
+                "gpu_power_watts": s.get("gpu_power"),
             }
         )
     return rows

@@ -54,6 +54,13 @@ def _classify(exc, adapter):
     return "oom" if isinstance(exc, MemoryError) else "error"
 
 
+def _device_memory(adapter):
+    try:
+        return adapter.device_memory() if adapter is not None else None
+    except Exception:  # a broken device is no reason to lose the failure's own evidence
+        return None
+
+
 def _load_adapter(config, result_path, events):
     module = importlib.import_module("workers.adapters." + config["framework"])
     adapter = module.Adapter(config)
@@ -94,6 +101,9 @@ def main(argv=None):
     except Exception as exc:  # every failure becomes data; BaseExceptions (exit, ^C) pass
         result = _failure(_classify(exc, adapter), exc, events)
         sys.stderr.write(result["exception"]["traceback"])
+        memory = _device_memory(adapter)
+        if memory is not None:
+            result["device_memory"] = memory  # an out-of-memory failure's peak, as evidence
     result["python_version"] = platform.python_version()
     result["python_executable"] = sys.executable
     events.emit("end", status=result["status"])

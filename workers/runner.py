@@ -152,6 +152,9 @@ def run(adapter, config, events):
         "val_size": val_size,
         "epochs": records,
     }
+    memory = adapter.device_memory()
+    if memory is not None:
+        result["device_memory"] = memory
     if session is not None:
         events.set_phase("trace")
         result["trace"] = session.finish()

@@ -155,3 +155,11 @@ class Adapter(object):
     def is_oom(self, exc):
         """True when ``exc`` is this framework's out-of-memory error (host or device)."""
         return isinstance(exc, MemoryError)
+
+    def device_memory(self):
+        """What the framework's own allocator says of device memory (bytes), or None.
+
+        Read once after training (and after an out-of-memory failure, as its evidence), so it is
+        set beside NVML's per-process figure from outside.
+        """
+        return None

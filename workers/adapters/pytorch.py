@@ -205,6 +205,20 @@ class Adapter(base.Adapter):
 
         return pytorch_trace.CudaTracer(why_not_cupti)
 
+    def device_memory(self):
+        if not self.cuda:
+            return None
+        cuda = self.torch.cuda
+        # Reserved is what the caching allocator holds from the driver (what NVML sees, less the
+        # CUDA context); allocated is what live tensors use of it.
+        return {
+            "source": "torch.cuda",
+            "max_memory_reserved": int(cuda.max_memory_reserved()),
+            "max_memory_allocated": int(cuda.max_memory_allocated()),
+            "memory_reserved": int(cuda.memory_reserved()),
+            "total_memory": int(cuda.get_device_properties(0).total_memory),
+        }
+
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):
             return True

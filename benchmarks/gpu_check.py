@@ -1,0 +1,188 @@
+"""The GPU verification in one command (issue 11, part 2; docs/gpu.md).
+
+    python3 benchmarks/gpu_check.py --out gpu-check.md [--python PATH] [--phases matrix,oom,...]
+
+Checks first, through the PyTorch interpreter (a child process), that CUDA is there. Without it,
+it prints one line, "gpu_check: no CUDA device: <why>", writes only that line to --out and exits
+with status 3. With it, it registers that interpreter as bench's pytorch environment (`bench env
+use`, or BENCH_PYTHON_PYTORCH where bench has no such command), runs the phases below with `bench
+run` into its own database (--work), and writes a markdown report of PASS / FAIL / NOTE checks
+with their figures (benchmarks/gpu_check_report.py):
+
+    matrix    small_cnn, alexnet, mobilenet_v2, resnet50, vgg16 at 224 px on cuda; resnet50 batch 1..512
+    oom       out of device memory twice: a gpu_memory_budget, and a batch too large for the card
+    kernels   trace: kernels for resnet50 and vgg16, then `bench report --kernels`
+    overhead  benchmarks/overhead.py: the harness against the bare loop, resnet50 224 px batch 64
+
+Exit status: 0 every check passed (NOTEs allowed), 1 some check failed, 2 it could not start
+(bench's dependencies missing and no wheel folder to install them from, no interpreter),
+3 no CUDA device. The orchestrator's pure-Python dependencies missing on the GPU machine are
+installed from the wheel folder (--wheels, default .whl/, filled by benchmarks/gpu_wheels.sh)
+into <work>/site, never into the machine's Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXIT_FAILED, EXIT_SETUP, EXIT_NO_CUDA = 1, 2, 3
+PHASES = ("matrix", "oom", "kernels", "overhead")
+# What the orchestrator imports, by module, and the distribution that provides it.
+NEEDED = {
+    "sqlalchemy": "SQLAlchemy",
+    "click": "click",
+    "yaml": "PyYAML",
+    "psutil": "psutil",
+    "pynvml": "nvidia-ml-py",
+}
+PROBE = r"""
+import json, sys
+out = {"python": sys.executable}
+try:
+    import torch
+except Exception as exc:
+    out["why"] = "cannot import torch ({}: {})".format(type(exc).__name__, exc)
+else:
+    out.update(torch=torch.__version__, cuda_build=torch.version.cuda, available=torch.cuda.is_available())
+    if out["available"]:
+        props = torch.cuda.get_device_properties(0)
+        out.update(device=props.name, total_memory=props.total_memory, count=torch.cuda.device_count(),
+                   capability="{}.{}".format(props.major, props.minor))
+    elif torch.version.cuda is None:
+        out["why"] = "torch {} is a CPU-only build ({})".format(torch.__version__, sys.executable)
+    else:
+        out["why"] = ("torch {} is built with CUDA {} but torch.cuda.is_available() is False "
+                      "(no device visible, or no driver)".format(torch.__version__, torch.version.cuda))
+print(json.dumps(out))
+"""
+
+
+class Stop(Exception):
+    """The check cannot go on; the message is its one line, the code its exit status."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="The GPU verification: cuda runs, NVML, OOM, kernels, energy, overhead; one report.",
+        epilog="example: python3 benchmarks/gpu_check.py --out gpu-check.md",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the report (markdown)")
+    parser.add_argument("--work", type=Path, default=REPO / ".gpu-check", help="database, matrices, runs")
+    parser.add_argument(
+        "--python",
+        default=None,
+        help="PyTorch's interpreter (default: bench's pytorch environment, else this interpreter)",
+    )
+    parser.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated, of {', '.join(PHASES)}")
+    parser.add_argument("--wheels", type=Path, default=REPO / ".whl", help="wheels for missing dependencies")
+    args = parser.parse_args(argv)
+    args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]
+    unknown = [p for p in args.phases if p not in PHASES]
+    if unknown:
+        parser.error(f"--phases: {unknown[0]} is not one of {', '.join(PHASES)}")
+    return args
+
+
+def ensure_dependencies(wheels: Path, site: Path) -> dict[str, str]:
+    """The environment for bench's own processes; installs what is missing from the wheel folder."""
+    env = dict(os.environ)
+    paths = [str(REPO)]
+    if site.is_dir():
+        paths.insert(0, str(site))
+        sys.path.insert(0, str(site))
+    missing = [dist for module, dist in NEEDED.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        if not wheels.is_dir():
+            raise Stop(
+                f"missing {', '.join(missing)} and no wheel folder {wheels} (benchmarks/gpu_wheels.sh)",
+                EXIT_SETUP,
+            )
+        # --no-deps: --target ignores what is installed, so pip would want every dependency again;
+        # greenlet goes along where the folder has it (SQLAlchemy before 2.1 needs it).
+        extra = ["greenlet"] if "SQLAlchemy" in missing and list(wheels.glob("greenlet-*.whl")) else []
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-index",
+            "--no-deps",
+            "--find-links",
+            str(wheels),
+            "--target",
+            str(site),
+            *missing,
+            *extra,
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            why = "; ".join(line.strip() for line in done.stderr.strip().splitlines()[-2:])
+            raise Stop(f"installing {', '.join(missing)} from {wheels} failed: {why}", EXIT_SETUP)
+        sys.path.insert(0, str(site))
+        paths.insert(0, str(site))
+        importlib.invalidate_caches()
+    env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+def pytorch_python(given: str | None) -> Path:
+    if given:
+        return Path(given)
+    from orchestrator import envs
+
+    found, _ = envs.python_for("pytorch")
+    return found if found is not None else Path(sys.executable)
+
+
+def probe_cuda(python: Path) -> dict:
+    """What the PyTorch interpreter says of CUDA; Stop with the one line where there is none."""
+    if not python.exists():
+        raise Stop(f"no PyTorch interpreter at {python}", EXIT_SETUP)
+    try:
+        done = subprocess.run(
+            [str(python), "-c", PROBE], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        raise Stop("no CUDA device: the CUDA probe did not answer in 300 s", EXIT_NO_CUDA) from None
+    try:
+        info = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        why = f"the probe exited {done.returncode}: {' '.join(done.stderr.split())[-300:]}"
+        raise Stop(f"no CUDA device: {why}", EXIT_NO_CUDA) from None
+    if not info.get("available"):
+        raise Stop(f"no CUDA device: {info.get('why')}", EXIT_NO_CUDA)
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        env = ensure_dependencies(args.wheels, args.work / "site")
+        sys.path.insert(0, str(REPO))
+        cuda = probe_cuda(pytorch_python(args.python))
+    except Stop as stop:
+        line = f"gpu_check: {stop}"
+        print(line)
+        args.out.write_text(line + "\n")
+        return stop.code
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import gpu_check_phases
+
+    return gpu_check_phases.run_all(args, env, cuda)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

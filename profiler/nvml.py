@@ -1,0 +1,114 @@
+"""The sampler's view of the GPUs, through NVML (nvidia-ml-py's pynvml), where there is one.
+
+Imported by the sampler only: NVML never enters a framework's environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The energy sources, as the sampler's start record ("energy") and runs.gpu_energy_source name them.
+COUNTER = "NVML total energy counter"
+POWER = "NVML power, integrated"
+
+
+class Gpu:
+    """Device memory, utilisation and energy of the run's GPUs through NVML, where there is one.
+
+    Energy is the device's, not the process's (NVML has no per-process energy): the total energy
+    counter (millijoules since the driver loaded) where the card has one, else its power draw
+    (milliwatts), which the report integrates over time. Only devices the run's processes have
+    appeared on count, each from the first sample it was seen on.
+    """
+
+    def __init__(self) -> None:
+        self.nvml: Any = None
+        self.handles: list[Any] = []
+        self.sources: list[str | None] = []  # per device: "counter", "power" or None
+        self.used: dict[int, float | None] = {}  # device index -> counter when first seen (mJ)
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            self.nvml = pynvml
+            self.status = f"NVML: {len(self.handles)} device(s)"
+        except Exception as exc:  # no library, no driver, no device: GPU columns stay empty
+            self.status = f"no NVML ({type(exc).__name__}: {exc})".strip()
+            self.energy = f"none: {self.status}"
+            return
+        self.energy = self._probe_energy()
+
+    def _probe_energy(self) -> str:
+        """Which energy source each device offers; the sampler's start record says which."""
+        why = "no device"
+        for handle in self.handles:
+            source = None
+            for name, call in (
+                ("counter", "nvmlDeviceGetTotalEnergyConsumption"),
+                ("power", "nvmlDeviceGetPowerUsage"),
+            ):
+                try:
+                    getattr(self.nvml, call)(handle)
+                    source = name
+                    break
+                except Exception as exc:  # NVMLError_NotSupported on cards without it
+                    why = f"{type(exc).__name__}: {exc}"
+            self.sources.append(source)
+        kinds = {s for s in self.sources if s}
+        if not kinds:
+            return f"none: NVML reports neither total energy nor power on any device ({why})"
+        if kinds == {"counter"}:
+            return COUNTER
+        # One source for every device, so the run's joules are never part counter, part power.
+        self.sources = ["power" if s else None for s in self.sources]
+        return POWER
+
+    def measure(self, pids: set[int]) -> dict[str, Any]:
+        """Bytes of device memory the pids hold, the mean utilisation of the devices they use,
+        and those devices' energy (J since first seen) and power (W), summed."""
+        record: dict[str, Any] = {"gpu_mem": None, "gpu_util": None, "gpu_energy": None, "gpu_power": None}
+        if self.nvml is None:
+            return record
+        used, utils = 0, []
+        for index, handle in enumerate(self.handles):
+            try:
+                procs = self.nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+                mine = [p for p in procs if p.pid in pids]
+                if mine:
+                    used += sum(p.usedGpuMemory or 0 for p in mine)
+                    utils.append(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+                    if index not in self.used:
+                        self.used[index] = self._counter(index)
+            except self.nvml.NVMLError:
+                continue
+        record["gpu_mem"] = used
+        record["gpu_util"] = sum(utils) / len(utils) if utils else None
+        record.update(self._energy())
+        return record
+
+    def _counter(self, index: int) -> float | None:
+        if self.sources[index] != "counter":
+            return None
+        try:
+            return float(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handles[index]))
+        except self.nvml.NVMLError:
+            return None
+
+    def _energy(self) -> dict[str, float | None]:
+        joules: float | None = None
+        watts: float | None = None
+        for index, base in self.used.items():
+            now = self._counter(index)
+            if now is not None and base is not None:
+                joules = (joules or 0.0) + (now - base) / 1000.0
+            if self.sources[index] is None:
+                continue
+            try:
+                watts = (watts or 0.0) + self.nvml.nvmlDeviceGetPowerUsage(self.handles[index]) / 1000.0
+            except self.nvml.NVMLError:
+                continue
+        return {
+            "gpu_energy": None if joules is None else round(joules, 3),
+            "gpu_power": None if watts is None else round(watts, 3),
+        }

@@ -1,0 +1,156 @@
+"""benchmarks/gpu_check.py on a machine without a GPU: it stops cleanly with "no CUDA device"
+(a real process, the real PyTorch environment); its matrices are valid for bench's own loader; and
+its checks, read from a database of real fault-worker runs, judge what is there (no GPU figures are
+made up: without a GPU the checks that need one fail or say they were not run)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import gpu_check_phases as phases  # noqa: E402
+import gpu_check_report as report  # noqa: E402
+
+SCRIPT = REPO / "benchmarks" / "gpu_check.py"
+GIB = 1 << 30
+
+
+def gpu_check(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.mark.framework
+def test_without_a_gpu_it_stops_with_no_cuda_device(pytorch_python, tmp_path):
+    out, work = tmp_path / "out" / "gpu-check.md", tmp_path / "work"
+    done = gpu_check("--out", str(out), "--work", str(work), "--python", str(pytorch_python))
+    assert done.returncode == 3, done.stderr
+    line = done.stdout.strip()
+    assert line.startswith("gpu_check: no CUDA device: torch ") and "CPU-only build" in line
+    assert len(done.stdout.splitlines()) == 1 and done.stderr == ""
+    assert out.read_text() == line + "\n"  # the report holds that line and nothing else
+    assert not work.exists()  # nothing run, nothing registered
+
+
+def test_a_missing_interpreter_or_phase_is_a_one_line_setup_error(tmp_path):
+    out = tmp_path / "gpu-check.md"
+    done = gpu_check("--out", str(out), "--python", str(tmp_path / "no-python"))
+    assert done.returncode == 2
+    assert done.stdout == f"gpu_check: no PyTorch interpreter at {tmp_path / 'no-python'}\n"
+    done = gpu_check("--out", str(out), "--phases", "matrix,speed")
+    assert (
+        done.returncode == 2 and "--phases: speed is not one of matrix, oom, kernels, overhead" in done.stderr
+    )
+
+
+@pytest.mark.framework
+def test_missing_dependencies_without_their_wheels_are_one_line(pytorch_python, tmp_path):
+    """The PyTorch environment lacks bench's own packages (click, SQLAlchemy, ...): real pip, no index."""
+    wheels, work = tmp_path / "wheels", tmp_path / "work"
+    wheels.mkdir()
+    cmd = [str(pytorch_python), str(SCRIPT), "--out", str(tmp_path / "r.md"), "--work", str(work)]
+    done = subprocess.run(
+        [*cmd, "--wheels", str(wheels)], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 2 and len(done.stdout.splitlines()) == 1
+    assert done.stdout.startswith("gpu_check: installing ") and "SQLAlchemy" in done.stdout
+    assert f"from {wheels} failed: ERROR: " in done.stdout
+    assert (tmp_path / "r.md").read_text() == done.stdout
+    done = subprocess.run(
+        [*cmd, "--wheels", str(tmp_path / "none")], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stdout.endswith(f"and no wheel folder {tmp_path / 'none'} (benchmarks/gpu_wheels.sh)\n")
+
+
+def test_its_matrices_are_what_the_issue_asks_and_bench_accepts_them(tmp_path):
+    from orchestrator.matrix import load_matrix
+
+    configs = load_matrix(phases.write_matrix(tmp_path / "m.yaml", phases.matrix_phase())).configs
+    assert {(c.framework, c.device, c.image_size) for c in configs} == {("pytorch", "cuda", 224)}
+    assert {c.model for c in configs if c.batch_size == 64} == set(phases.MODELS)
+    assert sorted(c.batch_size for c in configs if c.model == "resnet50") == [
+        1,
+        2,
+        4,
+        8,
+        16,
+        32,
+        64,
+        128,
+        256,
+        512,
+    ]
+    assert all(c.train_size >= 2 * c.batch_size for c in configs)
+    oom = load_matrix(phases.write_matrix(tmp_path / "o.yaml", phases.oom_phase(80 * GIB))).configs
+    assert [c.gpu_memory_budget for c in oom] == [GIB, None]
+    assert oom[1].batch_size == 512 and oom[1].train_size >= 512  # 512 x 320 MiB = 2 x 80 GiB
+    assert phases.oom_batch(141 * GIB) == 1024
+    traced = load_matrix(phases.write_matrix(tmp_path / "k.yaml", phases.kernels_phase())).configs
+    assert [(c.model, c.trace) for c in traced] == [("resnet50", "kernels"), ("vgg16", "kernels")]
+
+
+FAULT_SWEEPS = {
+    "gpu-check-matrix": "  - {fault: sleep, seconds: 0.6}\n"
+    "  - {fault: sleep, seconds: 0.6, batch_size: 16}\n",
+    "gpu-check-oom": "  - {fault: oom}\n",
+    # The fault worker's tracer: made-up records under real kernel and operator names.
+    "gpu-check-kernels": "  - {fault: ok, trace: kernels, model: resnet50}\n"
+    "  - {fault: ok, trace: kernels, model: vgg16}\n",
+}
+
+
+@pytest.mark.slow
+def test_the_checks_read_real_runs_and_fail_what_needs_a_gpu(cli, write_matrix, workdir):
+    for name, runs in FAULT_SWEEPS.items():
+        text = (
+            f"name: {name}\nsettings: {{framework: fault, dataset_size: 64, batch_size: 8}}\ninclude:\n{runs}"
+        )
+        assert cli("run", "--matrix", str(write_matrix(text, f"{name}.yaml"))).exit_code == 0
+    kernels_report = cli("report", "--kernels", "--format", "markdown").output
+    context = {"nvtx_library": "none", "kernels_report": kernels_report}
+    found = {c.name: c for c in report.checks(workdir / "bench.db", workdir, context)}
+    runs = found["every cuda run ok, images/s and epoch seconds"]
+    assert runs.status == "PASS" and runs.summary == "2 of 2 runs ok"
+    assert runs.details[2].startswith("| 1 | small_cnn | 8 | ok | ")  # figures as recorded
+    memory = found["NVML per-process memory against torch.cuda.max_memory_reserved"]
+    assert memory.status == "FAIL" and "lack NVML's peak or torch's" in memory.summary
+    host_oom = found["oom at a batch too large for the card"]
+    assert host_oom.status == "FAIL" and "does not name the device" in host_oom.summary
+    assert "MemoryError" in "\n".join(host_oom.details)
+    assert found["oom under gpu_memory_budget"].status == "NOTE"  # that sweep has no budget run
+    energy = found["GPU energy per epoch and per image"]
+    assert energy.status == "FAIL" and "no GPU energy counter: " in "\n".join(energy.details)
+    assert found["NVTX ranges in the tracer's output"].status == "FAIL"
+    kernels = found["trace: kernels on cuda, classified (resnet50, vgg16)"]
+    assert kernels.status == "PASS" and kernels.summary == "every kernel name classified"
+    assert kernels.details[0].startswith(
+        "- run 4 resnet50: ok, backend fault (synthetic), trace ok; convolution 50.0%"
+    )
+    assert kernels_report.strip() and kernels_report.strip() in "\n".join(kernels.details)
+    assert found["harness overhead against the bare loop (resnet50, 224 px, batch 64)"].status == "NOTE"
+    page = report.markdown(list(found.values()), {"cuda": {"device": "none"}, "phases": []})
+    assert page.startswith("# bench GPU check\n") and "- result: 2 PASS, 4 FAIL, 2 NOTE" in page
+
+
+def test_unclassified_means_no_rule_matched_not_a_deliberate_other():
+    from profiler import kernels as rules
+
+    assert rules.rule_for("aten::view") == rules.OTHER  # bookkeeping, classified on purpose
+    assert rules.rule_for("zz_made_up_name") is None and rules.kernel_class("zz_made_up_name") == rules.OTHER
+    assert rules.rule_for("volta_sgemm_128x64_nn") == rules.GEMM
+
+
+def test_a_phase_asked_for_that_left_no_sweep_fails(tmp_path):
+    found = report.checks(tmp_path / "absent.db", tmp_path, {"phases": ["oom", "overhead"]})
+    status = {c.name: c.status for c in found}
+    assert status["oom under gpu_memory_budget"] == status["oom at a batch too large for the card"] == "FAIL"
+    assert status["harness overhead against the bare loop (resnet50, 224 px, batch 64)"] == "FAIL"
+    assert status["every cuda run ok, images/s and epoch seconds"] == "NOTE"  # matrix not asked for
