@@ -164,7 +164,7 @@ class Database:
         except sa.exc.OperationalError as exc:
             if self.backend != "postgresql":
                 raise
-            raise postgres.explain(exc, self.public_url) from None
+            raise postgres.explain(exc, sa.engine.make_url(self.url), self.public_url) from None
 
     def connect(self) -> Connection:
         return self.engine.connect()

@@ -88,13 +88,14 @@ _EXPLAINED: list[tuple[str, str]] = [
     ),
     (
         r'database "[^"]*" does not exist',
-        "no such database on the server: create it (createdb -h HOST -U USER NAME) or fix the name in --db",
+        "no such database on the server: create it (createdb -h {host} -p {port} -U {user} {database}) "
+        "or fix the name in --db",
     ),
     (r'role "[^"]*" does not exist', "no such user on the server: create it (createuser) or fix it in --db"),
     (
         r"connection refused",
         "the server refused the connection: is PostgreSQL running there, "
-        "listening on that host and port? (pg_isready -h HOST -p PORT)",
+        "listening on that host and port? (pg_isready -h {host} -p {port})",
     ),
     (
         r"could not translate host name|failed to resolve host|name or service not known",
@@ -111,12 +112,14 @@ _EXPLAINED: list[tuple[str, str]] = [
 ]
 
 
-def explain(exc: sa.exc.DBAPIError, shown: str) -> DatabaseError:
+def explain(exc: sa.exc.DBAPIError, url: URL, shown: str) -> DatabaseError:
     """One line naming the problem and the fix, never the password."""
     message = str(exc.orig) if exc.orig is not None else str(exc)
+    where = {"host": url.host or "localhost", "port": url.port or 5432, "user": url.username or "USER"}
+    where["database"] = url.database or "NAME"
     for pattern, advice in _EXPLAINED:
         if re.search(pattern, message, re.I):
-            return DatabaseError(f"--db {shown}: {advice}")
+            return DatabaseError(f"--db {shown}: {advice.format(**where)}")
     first = next((line.strip() for line in message.splitlines() if line.strip()), message)
     return DatabaseError(f"--db {shown}: {first}")
 
