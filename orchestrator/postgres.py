@@ -3,12 +3,13 @@ and connection failures turned into one line that says what to do.
 
 schema.sql is written in SQLite's dialect and stays the one truth. Its PostgreSQL form is derived,
 not written twice: the file is loaded into an in-memory SQLite database, SQLAlchemy reflects it,
-and three types are widened so that both backends hold the same values. SQLite's INTEGER is 64-bit
-(PostgreSQL's is 32: byte counts would overflow) and its REAL is a double (PostgreSQL's is single
-precision: timings would lose digits). A single-column INTEGER PRIMARY KEY that references nothing
-is SQLite's auto-numbered rowid; SQLAlchemy gives it a sequence (BIGSERIAL) on PostgreSQL.
-SQLite keeps its version in PRAGMA user_version; PostgreSQL has no such slot, so a one-row table
-holds it.
+and the types are chosen so that both backends hold and order the same values. SQLite's INTEGER
+is 64-bit (PostgreSQL's is 32: byte counts would overflow): BIGINT. Its REAL is a double
+(PostgreSQL's is single precision: timings would lose digits): DOUBLE PRECISION. Its text
+compares byte by byte: TEXT with collation "C", so sorting agrees whatever the server's locale.
+A single-column INTEGER PRIMARY KEY that references nothing is SQLite's auto-numbered rowid;
+SQLAlchemy gives it a sequence (BIGSERIAL) on PostgreSQL. SQLite keeps its version in
+PRAGMA user_version; PostgreSQL has no such slot, so a one-row table holds it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def portable_metadata(statements: list[str]) -> sa.MetaData:
                 column.type = sa.BigInteger()
             elif isinstance(column.type, sa.Float):
                 column.type = sa.Double()
+            elif isinstance(column.type, sa.String):
+                column.type = sa.Text(collation="C")
     return meta
 
 
