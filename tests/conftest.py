@@ -94,9 +94,17 @@ def pg_server():
         yield server
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh, empty results database on each backend: a SQLite file, or a new PostgreSQL database."""
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def new_database(request: pytest.FixtureRequest, folder: Path) -> str:
+    """A fresh, empty results database on the backend request.param names: a SQLite file in
+    folder, or a new database on the session's PostgreSQL server."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'bench.db'}"
+        return f"sqlite:///{folder / 'bench.db'}"
     return request.getfixturevalue("pg_server").create_database()
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return new_database(request, tmp_path)

@@ -68,6 +68,17 @@ class Server:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
+    def copy_database(self, url: str) -> str:
+        """A new database holding what the one at url holds (its open connections are closed)."""
+        import psycopg
+
+        source, name = url.rsplit("/", 1)[1], f"c{next(self._names)}"
+        with psycopg.connect(self.url("postgres").replace("+psycopg", ""), autocommit=True) as conn:
+            sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
+            conn.execute(sql, (source,))
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE {source}")
+        return self.url(name)
+
 
 @contextmanager
 def running(bin_dir: Path) -> Iterator[Server]:
