@@ -24,7 +24,8 @@ PASSWORD = "bench-test-pw"
 
 def binaries() -> Path | None:
     if os.environ.get("BENCH_PG_BIN"):
-        return Path(os.environ["BENCH_PG_BIN"])
+        given = Path(os.environ["BENCH_PG_BIN"])
+        return given if (given / "pg_ctl").exists() else None
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parts[-3]))
     return found[-1].parent if found else None
 
