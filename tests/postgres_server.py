@@ -50,31 +50,65 @@ def _runner() -> dict[str, int]:
 
 
 class Server:
-    """A running cluster; `url(name)` gives a fresh database's SQLAlchemy URL."""
+    """A cluster; `create_database()` gives a fresh database's SQLAlchemy URL."""
 
-    def __init__(self, bin_dir: Path, folder: Path, port: int) -> None:
-        self.bin_dir, self.folder, self.port = bin_dir, folder, port
+    def __init__(self, bin_dir: Path, folder: Path, fsync: bool) -> None:
+        self.bin_dir, self.folder = bin_dir, folder
+        self.data, self.log = folder / "data", folder / "server.log"
+        self.port = _free_port()
+        self.as_user = _runner()
+        self.options = f"-p {self.port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=60"
+        self.options += "" if fsync else " -c fsync=off"
         self._names = itertools.count(1)
+
+    def _run(self, tool: str, *args: str) -> None:
+        command = [str(self.bin_dir / tool), *args]
+        proc = subprocess.run(
+            command, cwd=self.folder, capture_output=True, text=True, timeout=120, **self.as_user
+        )
+        if proc.returncode != 0:
+            tail = self.log.read_text()[-2000:] if self.log.exists() else ""
+            raise RuntimeError(f"{tool} failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}{tail}")
+
+    def init(self) -> None:
+        pwfile = self.folder / "pw"
+        pwfile.write_text(PASSWORD + "\n")
+        if self.as_user:
+            os.chown(pwfile, self.as_user["user"], self.as_user["group"])
+        self._run(
+            "initdb",
+            *("-D", str(self.data), "-U", USER, f"--pwfile={pwfile}", "--encoding=UTF8", "--no-sync"),
+            *("--auth-host=scram-sha-256", "--auth-local=trust"),
+        )
+
+    def start(self) -> None:
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", self.options, "-l", str(self.log), "-w", "-t", "60", "start"
+        )
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def url(self, database: str, password: str | None = PASSWORD) -> str:
         auth = f"{USER}:{password}" if password is not None else USER
         return f"postgresql+psycopg://{auth}@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self, prefix: str = "t") -> str:
-        """A new empty database; returns its URL."""
+    def _admin(self):
         import psycopg
 
+        return psycopg.connect(self.url("postgres").replace("+psycopg", ""), autocommit=True)
+
+    def create_database(self, prefix: str = "t") -> str:
+        """A new empty database; returns its URL."""
         name = f"{prefix}{next(self._names)}"
-        with psycopg.connect(self.url("postgres").replace("+psycopg", ""), autocommit=True) as conn:
+        with self._admin() as conn:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
     def copy_database(self, url: str) -> str:
         """A new database holding what the one at url holds (its open connections are closed)."""
-        import psycopg
-
         source, name = url.rsplit("/", 1)[1], f"c{next(self._names)}"
-        with psycopg.connect(self.url("postgres").replace("+psycopg", ""), autocommit=True) as conn:
+        with self._admin() as conn:
             sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
             conn.execute(sql, (source,))
             conn.execute(f"CREATE DATABASE {name} TEMPLATE {source}")
@@ -82,43 +116,21 @@ class Server:
 
 
 @contextmanager
-def running(bin_dir: Path) -> Iterator[Server]:
-    as_user = _runner()
+def running(bin_dir: Path, fsync: bool = False) -> Iterator[Server]:
+    """A cluster for as long as the block lasts. fsync off by default: a throwaway cluster on a disk
+    shared with other work needs no durability; a benchmark that compares with SQLite wants it on."""
     folder = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     os.chmod(folder, 0o755)
-    if as_user:
-        os.chown(folder, as_user["user"], as_user["group"])
-    data, pwfile, log = folder / "data", folder / "pw", folder / "server.log"
-    pwfile.write_text(PASSWORD + "\n")
-    if as_user:
-        os.chown(pwfile, as_user["user"], as_user["group"])
-    port = _free_port()
-
-    def run(*args: str) -> None:
-        proc = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=120, **as_user)
-        if proc.returncode != 0:
-            tail = log.read_text()[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{args[0]} failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}{tail}")
-
-    run(
-        str(bin_dir / "initdb"),
-        "-D",
-        str(data),
-        "-U",
-        USER,
-        f"--pwfile={pwfile}",
-        "--auth-host=scram-sha-256",
-        "--auth-local=trust",
-        "--encoding=UTF8",
-        "--no-sync",
-    )
-    # fsync off: a throwaway cluster on a disk shared with other work; nothing here needs durability.
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60"
-    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w", "-t", "60", "start")
+    server = Server(bin_dir, folder, fsync)
+    if server.as_user:
+        os.chown(folder, server.as_user["user"], server.as_user["group"])
     try:
-        yield Server(bin_dir, folder, port)
+        server.init()
+        server.start()
+        yield server
     finally:
         try:
-            run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
+            if (server.data / "postmaster.pid").exists():
+                server.stop()
         finally:
             shutil.rmtree(folder, ignore_errors=True)

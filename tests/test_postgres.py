@@ -386,3 +386,57 @@ def test_without_psycopg_postgres_is_one_line_saying_how_to_install_it(pg_server
         [sys.executable, "-c", code, "report", "--db", "x.db"], cwd=workdir, capture_output=True, text=True
     )
     assert sqlite.returncode == 1 and "no database at x.db" in sqlite.stderr
+
+
+def _started_workers(runs_root: Path, sweep: str) -> int:
+    return sum(1 for e in runs_root.glob(f"{sweep}/*/events.jsonl") if e.read_text())
+
+
+@pytest.mark.slow
+def test_a_restarted_server_is_reconnected_to_and_a_stopped_one_is_one_line(pg_server, tmp_path):
+    """Mid-sweep, between two runs' records: a restart costs nothing; a server still down when a run
+    ends stops the sweep with one line (exit 1), and --resume finishes it once the server is back."""
+    url = pg_server.create_database()
+    sleeps = "settings: {framework: fault, fault: sleep, seconds: 2, dataset_size: 32, batch_size: 8}\n"
+    (tmp_path / "up.yaml").write_text(f"name: up\n{sleeps}axes:\n  seed: [1, 2, 3]\n")
+    (tmp_path / "down.yaml").write_text(f"name: down\n{sleeps}axes:\n  seed: [4, 5, 6]\n")
+    runs = tmp_path / "bench-runs"
+
+    def recorded(sweep: str) -> int:
+        return dbs.query(
+            url,
+            "SELECT count(*) AS n FROM runs r JOIN sweeps s ON s.id = r.sweep_id WHERE s.name = :n",
+            n=sweep,
+        )[0]["n"]
+
+    driver = _start(tmp_path, "run", "--matrix", "up.yaml", "--db", url)
+    _wait_for(lambda: _started_workers(runs, "sweep-1") >= 2)
+    assert recorded("up") == 1
+    pg_server.stop()
+    pg_server.start()
+    _, err = driver.communicate(timeout=120)
+    assert driver.returncode == 0, err
+    assert recorded("up") == 3
+
+    driver = _start(tmp_path, "run", "--matrix", "down.yaml", "--db", url)
+    _wait_for(lambda: _started_workers(runs, "sweep-2") >= 2)
+    pg_server.stop()
+    try:
+        _, err = driver.communicate(timeout=120)
+    finally:
+        pg_server.start()
+    assert driver.returncode == 1, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: --db ") and "the server refused the connection" in last, err
+    assert recorded("down") == 1  # the run that ended while the server was down has no row
+    resumed = subprocess.run(
+        bench_command("run", "--matrix", "down.yaml", "--resume", "--db", url),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    hashes = dbs.query(url, "SELECT config_hash FROM runs WHERE sweep_id = 2")
+    assert len(hashes) == 3 and len({h["config_hash"] for h in hashes}) == 3
