@@ -83,7 +83,7 @@ class Database:
         try:
             parsed = sa.engine.make_url(self.url)
         except sa.exc.ArgumentError as exc:
-            raise DatabaseError(f"--db {url}: not a database URL ({exc})") from None
+            raise DatabaseError(f"--db {hide_passwords(url)}: not a database URL ({exc})") from None
         self.backend = parsed.get_backend_name()
         path = _sqlite_path(self.url)
         if self.backend == "sqlite":
@@ -161,10 +161,13 @@ class Database:
         """A PostgreSQL server that cannot be reached is one line naming the fix, not a traceback."""
         try:
             yield
-        except sa.exc.OperationalError as exc:
+        except sa.exc.DBAPIError as exc:
             if self.backend != "postgresql":
                 raise
-            raise postgres.explain(exc, sa.engine.make_url(self.url), self.public_url) from None
+            explained = postgres.explain(exc, sa.engine.make_url(self.url), self.public_url)
+            if explained is None:
+                raise
+            raise explained from None
 
     def connect(self) -> Connection:
         return self.engine.connect()

@@ -109,20 +109,28 @@ _EXPLAINED: list[tuple[str, str]] = [
         f"no answer within {CONNECT_TIMEOUT_S} s: check the host, the port and any firewall between",
     ),
     (
+        r"permission denied",
+        "the user may not do that here: make it the database's owner (createdb --owner {user}), or "
+        "GRANT CREATE ON SCHEMA public TO {user} (to write) or SELECT ON ALL TABLES (to read)",
+    ),
+    (
         r"no pg_hba.conf entry",
         "the server does not accept this user from this machine: add a line to its pg_hba.conf",
     ),
 ]
 
 
-def explain(exc: sa.exc.DBAPIError, url: URL, shown: str) -> DatabaseError:
-    """One line naming the problem and the fix, never the password."""
+def explain(exc: sa.exc.DBAPIError, url: URL, shown: str) -> DatabaseError | None:
+    """One line naming the problem and the fix, never the password. None for an error that is
+    neither about the connection nor one of those above: a bug, whose traceback is wanted."""
     message = str(exc.orig) if exc.orig is not None else str(exc)
     where = {"host": url.host or "localhost", "port": url.port or 5432, "user": url.username or "USER"}
     where["database"] = url.database or "NAME"
     for pattern, advice in _EXPLAINED:
         if re.search(pattern, message, re.I):
             return DatabaseError(f"--db {shown}: {advice.format(**where)}")
+    if not isinstance(exc, sa.exc.OperationalError):
+        return None
     first = next((line.strip() for line in message.splitlines() if line.strip()), message)
     return DatabaseError(f"--db {shown}: {first}")
 

@@ -340,8 +340,11 @@ def _closed_port() -> int:
 
 def test_connection_problems_are_one_line_naming_the_fix(pg_server, workdir, write_matrix):
     matrix = str(write_matrix("include:\n  - {framework: fault, fault: ok}\n"))
-    recorded = pg_server.create_database()
+    recorded, empty = pg_server.create_database(), pg_server.create_database()
     assert bench(recorded, "run", "--matrix", matrix).exit_code == 0
+    dbs.execute(pg_server.url("postgres"), "DROP ROLE IF EXISTS guest")
+    dbs.execute(pg_server.url("postgres"), "CREATE ROLE guest LOGIN PASSWORD 'secret-pw'")
+    guest = f"postgresql+psycopg://guest:secret-pw@127.0.0.1:{pg_server.port}/"
     before = dbs.query(recorded, "SELECT id, outcome FROM runs")
     cases = {
         f"postgresql+psycopg://bench:secret-pw@127.0.0.1:{_closed_port()}/bench": "refused the connection",
@@ -350,6 +353,8 @@ def test_connection_problems_are_one_line_naming_the_fix(pg_server, workdir, wri
         pg_server.url("t1", password=None): "wrong user or password",
         f"postgresql+psycopg://nobody:secret-pw@127.0.0.1:{pg_server.port}/x": "wrong user or password",
         "postgresql+psycopg2://bench@127.0.0.1/bench": "through psycopg 3",
+        # PostgreSQL 15 on: only a database's owner may create tables in it; nobody else may read
+        guest + recorded.rsplit("/", 1)[1]: "the user may not do that here: make it the database's owner",
         "mysql://bench:secret-pw@127.0.0.1/bench": "or PostgreSQL (postgresql+psycopg://USER@HOST/NAME)",
     }
     for url, message in cases.items():
@@ -359,6 +364,11 @@ def test_connection_problems_are_one_line_naming_the_fix(pg_server, workdir, wri
             assert result.exit_code == 1, (url, command, result.output)
             assert len(lines) == 1 and lines[0].startswith("error: --db ") and message in lines[0], lines
             assert "secret-pw" not in result.output
+    result = bench(guest + empty.rsplit("/", 1)[1], "run", "--matrix", matrix)  # creating tables, not reading
+    assert (
+        result.exit_code == 1
+        and "the user may not do that here: make it the database's owner" in result.output
+    )
     assert [p.name for p in (workdir / "bench-runs").iterdir()] == ["sweep-1"]  # the recorded sweep's only
     assert dbs.query(recorded, "SELECT id, outcome FROM runs") == before
 
