@@ -23,7 +23,6 @@ from orchestrator.db import Database, _statements, schema_version
 from tests import dbs
 from tests.conftest import bench_command
 
-REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 
@@ -231,8 +230,10 @@ def test_every_command_works_on_postgres(pg_server, workdir, write_matrix):
         url, "train", "--framework", "fault", "--fault", "ok", "--dataset-size", "64", "--batch-size", "8"
     )
     assert trained.exit_code == 0, trained.output
-    sweeps = dbs.query(url, "SELECT id, kind FROM sweeps ORDER BY id")
+    sweeps = dbs.query(url, "SELECT id, kind, command FROM sweeps ORDER BY id")
     assert [s["kind"] for s in sweeps] == ["matrix", "rerun", "train"]
+    # the URL's password is never recorded (the tests' URLs carry one)
+    assert "bench-test-pw" in url and all("bench-test-pw" not in str(s) for s in sweeps)
     runs = dbs.query(url, "SELECT id, outcome, reason, reproduce FROM runs ORDER BY id")
     assert [r["outcome"] for r in runs] == ["ok", "ok", "crash", "ok", "ok"], runs
     assert runs[0]["reproduce"] == f"bench rerun 1 --db {url.replace(':' + 'bench-test-pw', '')}"
