@@ -1,20 +1,23 @@
-"""The results database: SQLite through SQLAlchemy, laid out by schema.sql at the repository root.
+"""The results database: SQLite (the default) or PostgreSQL through SQLAlchemy, laid out by
+schema.sql at the repository root (orchestrator/postgres.py derives PostgreSQL's form of it).
 
-Only the orchestrator writes. WAL mode and a busy timeout let `bench report` read while
-`bench run` writes; every run is committed the moment it ends.
+Only the orchestrator writes. On SQLite, WAL mode and a busy timeout let `bench report` read while
+`bench run` writes; PostgreSQL's row versions let any number of drivers write and reports read at
+once. Every run is committed the moment it ends.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from orchestrator import migrate
+from orchestrator import migrate, postgres
 from orchestrator.errors import DatabaseError
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema.sql"
@@ -43,8 +46,32 @@ def _sqlite_path(url: str) -> Path | None:
 
 
 def normalise_url(db: str) -> str:
-    """Accept a SQLAlchemy URL or a plain file path."""
-    return db if "://" in db else f"sqlite:///{db}"
+    """Accept a SQLAlchemy URL or a plain file path; PostgreSQL URLs without a driver get psycopg 3."""
+    if "://" not in db:
+        return f"sqlite:///{db}"
+    for bare in ("postgresql://", "postgres://"):
+        if db.startswith(bare):
+            return "postgresql+psycopg://" + db[len(bare) :]
+    return db
+
+
+def public_url(url: str) -> str:
+    """The URL without its password: what messages and the recorded commands show."""
+    try:
+        parsed = sa.engine.make_url(normalise_url(url))
+    except sa.exc.ArgumentError:
+        return url
+    if parsed.password is None:
+        return normalise_url(url)
+    bare = sa.engine.URL.create(
+        parsed.drivername, parsed.username, None, parsed.host, parsed.port, parsed.database, parsed.query
+    )
+    return bare.render_as_string(hide_password=False)
+
+
+def hide_passwords(text: str) -> str:
+    """Mask the password of any URL in a command line before it is recorded."""
+    return re.sub(r"(\w[\w+.-]*://[^/:@\s]*:)[^@\s]*@", r"\1***@", text)
 
 
 class Database:
@@ -52,20 +79,42 @@ class Database:
 
     def __init__(self, url: str, create: bool) -> None:
         self.url = normalise_url(url)
+        self.public_url = public_url(url)
         try:
-            backend = sa.engine.make_url(self.url).get_backend_name()
+            parsed = sa.engine.make_url(self.url)
         except sa.exc.ArgumentError as exc:
-            raise DatabaseError(f"--db {url}: not a database URL ({exc})") from None
-        if backend != "sqlite":
-            raise DatabaseError(f"--db {url}: only SQLite databases are supported so far (sqlite:///FILE)")
+            raise DatabaseError(f"--db {hide_passwords(url)}: not a database URL ({exc})") from None
+        self.backend = parsed.get_backend_name()
         path = _sqlite_path(self.url)
-        if path is not None and not path.exists() and not create:
-            raise DatabaseError(f"no database at {path}: run `bench run --matrix FILE` first")
-        self.engine: Engine = sa.create_engine(self.url, connect_args={"timeout": 30})
-        sa.event.listen(self.engine, "connect", _on_connect)
-        self._prepare(path, create)
-        self.meta = sa.MetaData()
-        self.meta.reflect(self.engine)
+        if self.backend == "sqlite":
+            if path is not None and not path.exists() and not create:
+                raise DatabaseError(f"no database at {path}: run `bench run --matrix FILE` first")
+            self.engine: Engine = sa.create_engine(self.url, connect_args={"timeout": 30})
+            sa.event.listen(self.engine, "connect", _on_connect)
+            self._prepare(path, create)
+        elif self.backend == "postgresql":
+            if parsed.drivername != "postgresql+psycopg":
+                raise DatabaseError(
+                    f"--db {self.public_url}: bench talks to PostgreSQL through psycopg 3: "
+                    "write postgresql+psycopg://USER@HOST/NAME"
+                )
+            self.engine = postgres.create_engine(parsed, self.public_url)
+            with self._errors():
+                self._prepare_postgres(create)
+        else:
+            raise DatabaseError(
+                f"--db {self.public_url}: bench stores results in SQLite (sqlite:///FILE or a path) "
+                "or PostgreSQL (postgresql+psycopg://USER@HOST/NAME)"
+            )
+        statements = _statements(SCHEMA_PATH.read_text())
+        if self.backend == "postgresql":
+            # The version matched, so the tables are schema.sql's: derive them rather than reflect
+            # them, which would cost a dozen catalog queries (150 ms) on every command.
+            self.meta = postgres.portable_metadata(statements)
+            postgres.accept_booleans(self.meta)
+        else:
+            self.meta = sa.MetaData()
+            self.meta.reflect(self.engine, only=migrate.table_names(statements))
         self.sweeps = self.meta.tables["sweeps"]
         self.runs = self.meta.tables["runs"]
         self.epochs = self.meta.tables["epochs"]
@@ -88,11 +137,49 @@ class Database:
             if found != expected:
                 migrate.upgrade(conn, _statements(SCHEMA_PATH.read_text()), found, expected, path)
 
+    def _prepare_postgres(self, create: bool) -> None:
+        """Create or upgrade under an advisory lock: drivers starting together do it once."""
+        expected = schema_version()
+        statements = _statements(SCHEMA_PATH.read_text())
+        where = self.public_url
+        with self.engine.begin() as conn:
+            postgres.lock(conn)
+            found = postgres.version(conn)
+            if found is None:
+                ours = set(migrate.table_names(statements)) & set(sa.inspect(conn).get_table_names())
+                if ours:
+                    raise DatabaseError(
+                        f"{where}: has tables named like bench's ({', '.join(sorted(ours))}) but no "
+                        f"{postgres.VERSION_TABLE} table: use another database for bench"
+                    )
+                if not create:
+                    raise DatabaseError(f"{where}: the database is empty: run `bench run` first")
+                postgres.portable_metadata(statements).create_all(conn)
+                postgres.set_version(conn, expected)
+                return
+            if found != expected:
+                migrate.upgrade(conn, statements, found, expected, where)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """A PostgreSQL server that cannot be reached is one line naming the fix, not a traceback."""
+        try:
+            yield
+        except sa.exc.DBAPIError as exc:
+            if self.backend != "postgresql":
+                raise
+            explained = postgres.explain(exc, sa.engine.make_url(self.url), self.public_url)
+            if explained is None:
+                raise
+            raise explained from None
+
     def connect(self) -> Connection:
         return self.engine.connect()
 
-    def begin(self) -> Any:
-        return self.engine.begin()
+    @contextmanager
+    def begin(self) -> Iterator[Connection]:
+        with self._errors(), self.engine.begin() as conn:
+            yield conn
 
     def insert(self, conn: Connection, table: sa.Table, row: Mapping[str, Any]) -> int:
         result = conn.execute(table.insert().values(**row))
@@ -100,7 +187,7 @@ class Database:
         return int(key[0]) if key and key[0] is not None else 0
 
     def rows(self, query: Any) -> Iterator[dict[str, Any]]:
-        with self.connect() as conn:
+        with self._errors(), self.connect() as conn:
             result = conn.execute(query)
             # zip over the keys once: twice as fast as a mapping per row on a 100,000-run report;
             # and rows in batches, since fetching one at a time costs as much again.

@@ -1,7 +1,8 @@
 """Bring an older results database up to schema.sql, where the difference is additions only.
 
 The upgrade is derived from schema.sql itself: tables it has that the database lacks are created,
-and columns it has that a table lacks are added (SQLite's ALTER TABLE ADD COLUMN). Nothing
+and columns it has that a table lacks are added (ALTER TABLE ADD COLUMN; on PostgreSQL in the
+types orchestrator/postgres.py derives, and DDL is transactional there too). Nothing
 recorded is changed. Versions older than OLDEST_UPGRADABLE changed columns, not just added them,
 and are refused.
 """
@@ -11,8 +12,10 @@ from __future__ import annotations
 import logging
 import re
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from orchestrator import postgres
 from orchestrator.errors import DatabaseError
 
 OLDEST_UPGRADABLE = 2
@@ -52,6 +55,10 @@ def _top_level_parts(body: str) -> list[str]:
     return parts
 
 
+def table_names(statements: list[str]) -> list[str]:
+    return list(tables_in(statements))
+
+
 def upgrade(conn: Connection, statements: list[str], found: int, expected: int, where: object) -> None:
     """Apply the additions from version ``found`` to ``expected`` in the open transaction."""
     if found < OLDEST_UPGRADABLE or found > expected:
@@ -59,10 +66,16 @@ def upgrade(conn: Connection, statements: list[str], found: int, expected: int, 
             f"{where}: schema version {found}, but this bench expects {expected}: "
             f"use a new file with --db, or open it with the bench version that wrote it"
         )
+    on_postgres = conn.dialect.name == "postgresql"
+    portable = postgres.portable_metadata(statements) if on_postgres else None
+    inspector = sa.inspect(conn)
     for table, (create, columns) in tables_in(statements).items():
-        have = {row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({table})")}
+        have = {c["name"] for c in inspector.get_columns(table)} if inspector.has_table(table) else set()
         if not have:
-            conn.exec_driver_sql(create)
+            if portable is not None:
+                portable.tables[table].create(conn)
+            else:
+                conn.exec_driver_sql(create)
             continue
         for name, definition in columns.items():
             if name not in have:
@@ -70,9 +83,15 @@ def upgrade(conn: Connection, statements: list[str], found: int, expected: int, 
                     raise DatabaseError(
                         f"{where}: cannot add column {table}.{name} to a version {found} database"
                     )
-                conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {definition}")
+                if portable is not None:
+                    conn.exec_driver_sql(postgres.add_column_sql(portable.tables[table].c[name], conn))
+                else:
+                    conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {definition}")
     for statement in statements:
         if statement.upper().startswith("CREATE INDEX"):
             conn.exec_driver_sql(statement.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
-    conn.exec_driver_sql(f"PRAGMA user_version = {expected}")
+    if portable is not None:
+        postgres.set_version(conn, expected)
+    else:
+        conn.exec_driver_sql(f"PRAGMA user_version = {expected}")
     log.warning("%s: upgraded the database from schema version %d to %d", where, found, expected)

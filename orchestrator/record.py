@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from orchestrator import __version__, hostinfo, tracing
-from orchestrator.db import Database
+from orchestrator.db import Database, hide_passwords
 from orchestrator.execute import RunRecord, now, summarise, where_it_died
 from profiler import energy
 from profiler import kernels as kernel_classes
@@ -36,7 +36,7 @@ def start_sweep(
         "machine": hostinfo.fingerprint(info),
         "bench_version": __version__,
         "git_commit": hostinfo.git_commit(),
-        "command": shlex.join(["bench", *sys.argv[1:]]),
+        "command": hide_passwords(shlex.join(["bench", *sys.argv[1:]])),
     }
     with db.begin() as conn:
         return db.insert(conn, db.sweeps, row)
@@ -169,7 +169,7 @@ def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
         conn.execute(
             sa.update(db.runs)
             .where(db.runs.c.id == run_id)
-            .values(reproduce=f"bench rerun {run_id} --db {shlex.quote(db.url)}")
+            .values(reproduce=f"bench rerun {run_id} --db {shlex.quote(db.public_url)}")
         )
         rows = _epoch_rows(run_id, rec)
         if rows:

@@ -97,8 +97,10 @@ EXTRA_KEYS = (
 def _peak_phases(db: Database, run_ids: list[int]) -> dict[int, str]:
     """The phase in which each run's RSS peaked: setup, an epoch, evaluation…"""
     phases = db.phases
-    query = sa.select(phases.c.run_id, phases.c.phase, phases.c.epoch, phases.c.rss_peak_bytes).where(
-        phases.c.run_id.in_(run_ids)
+    query = (
+        sa.select(phases.c.run_id, phases.c.phase, phases.c.epoch, phases.c.rss_peak_bytes)
+        .where(phases.c.run_id.in_(run_ids))
+        .order_by(phases.c.run_id, phases.c.seq)  # on a tie the first phase is named, on either backend
     )
     best: dict[int, tuple[int, str]] = {}
     for p in db.rows(query):

@@ -42,7 +42,7 @@ SAMPLE_KEYS = (
 def find_run(db: Database, run_id: int) -> dict[str, Any]:
     run = next(db.rows(sa.select(db.runs).where(db.runs.c.id == run_id)), None)
     if run is None:
-        raise RunNotFound(f"no run {run_id} in {db.url}")
+        raise RunNotFound(f"no run {run_id} in {db.public_url}")
     return run
 
 

@@ -69,3 +69,42 @@ def pyenv_python36() -> Path | None:
     root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
     found = sorted(Path(root, "versions").glob("3.6*/bin/python3"))
     return found[-1] if found else None
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for the session (tests/postgres_server.py); skips without one,
+    fails instead where BENCH_REQUIRE_POSTGRES=1 (CI)."""
+    from tests import postgres_server
+
+    bin_dir = postgres_server.binaries()
+    missing = None
+    if bin_dir is None:
+        missing = "PostgreSQL is not installed (apt-get install postgresql)"
+    else:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            missing = "psycopg is not installed (pip install -e '.[postgres]')"
+    if missing:
+        if os.environ.get("BENCH_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"{missing}, and BENCH_REQUIRE_POSTGRES=1")
+        pytest.skip(missing)
+    with postgres_server.running(bin_dir) as server:
+        yield server
+
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def new_database(request: pytest.FixtureRequest, folder: Path) -> str:
+    """A fresh, empty results database on the backend request.param names: a SQLite file in
+    folder, or a new database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{folder / 'bench.db'}"
+    return request.getfixturevalue("pg_server").create_database()
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return new_database(request, tmp_path)

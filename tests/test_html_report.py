@@ -22,6 +22,7 @@ from PIL import Image
 from orchestrator.cli import cli as bench_cli
 from orchestrator.html_report import crash_list, html_table
 from orchestrator.report import RESULT_COLUMNS
+from tests.conftest import BACKENDS, new_database
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +81,7 @@ axes:
 """
 
 
-def run_sweep(folder: Path, text: str, db: Path) -> str:
+def run_sweep(folder: Path, text: str, db: str | Path) -> str:
     matrix = folder / f"{abs(hash(text))}.yaml"
     matrix.write_text(textwrap.dedent(text).lstrip())
     result = CliRunner().invoke(bench_cli, ["run", "--matrix", str(matrix), "--db", str(db)])
@@ -88,17 +89,17 @@ def run_sweep(folder: Path, text: str, db: Path) -> str:
     return result.output
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Sweep 1: the fault sweep above; sweep 2: nothing but failures."""
+@pytest.fixture(scope="module", params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Sweep 1: the fault sweep above; sweep 2: nothing but failures (on each backend)."""
     folder = tmp_path_factory.mktemp("html")
-    path = folder / "bench.db"
+    path = new_database(request, folder)
     assert "1 crash, 5 ok, 1 oom" in run_sweep(folder, FAULTS, path)
     assert "2 crash, 1 error" in run_sweep(folder, CRASHES_ONLY, path)
     return path
 
 
-def bench(db: Path, *args: str):
+def bench(db: str | Path, *args: str):
     return CliRunner().invoke(bench_cli, [*args, "--db", str(db)], catch_exceptions=False)
 
 

@@ -5,10 +5,11 @@ mark in the results table, and `bench inspect`."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
+
+from tests import dbs
 
 pytestmark = pytest.mark.slow
 
@@ -23,14 +24,13 @@ include:
 
 
 @pytest.fixture
-def sweep(workdir: Path, write_matrix, cli):
+def sweep(workdir: Path, write_matrix, cli, db_url, monkeypatch):
+    """The sweep on each backend: the cli fixture's commands find it through BENCH_DB."""
+    monkeypatch.setenv("BENCH_DB", db_url)
     result = cli("run", "--matrix", str(write_matrix(MATRIX)))
     assert result.exit_code == 0, result.output
-    conn = sqlite3.connect(workdir / "bench.db")
-    conn.row_factory = sqlite3.Row
-    runs = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY id")]
-    kernels = [dict(r) for r in conn.execute("SELECT * FROM kernels ORDER BY run_id, seq")]
-    conn.close()
+    runs = dbs.query(db_url, "SELECT * FROM runs ORDER BY id")
+    kernels = dbs.query(db_url, "SELECT * FROM kernels ORDER BY run_id, seq")
     return runs, kernels
 
 

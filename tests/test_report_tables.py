@@ -20,6 +20,8 @@ from click.testing import CliRunner
 from orchestrator.cli import cli as bench_cli
 from orchestrator.report_compare import MIN_EPOCHS, verdict
 from orchestrator.tables import number
+from tests import dbs
+from tests.conftest import BACKENDS, new_database
 
 pytestmark = pytest.mark.slow
 
@@ -45,41 +47,35 @@ EXTRA = "include:\n  - {framework: fault, fault: ok, dataset_size: 96, epochs: 3
 OTHER_MACHINE = "Other CPU x64, 512 GiB [0badc0de]"
 
 
-def bench(db: Path, *args: str):
+def bench(db: str | Path, *args: str):
     return CliRunner().invoke(bench_cli, [*args, "--db", str(db)], catch_exceptions=False)
 
 
-def run_sweep(db: Path, matrix: Path) -> None:
+def run_sweep(db: str | Path, matrix: Path) -> None:
     result = bench(db, "run", "--matrix", str(matrix))
     assert result.exit_code == 0, result.output
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     """Sweeps 1 and 2: the matrix twice on this machine; sweep 3: the matrix and one more
-    configuration, recorded as if on another machine (its fingerprint changed in the database)."""
+    configuration, recorded as if on another machine (its fingerprint changed in the database).
+    Once on SQLite, once on PostgreSQL."""
     folder = tmp_path_factory.mktemp("tables")
     (folder / "m.yaml").write_text(textwrap.dedent(MATRIX).lstrip())
     (folder / "m3.yaml").write_text(textwrap.dedent(MATRIX).lstrip() + EXTRA)
-    path = folder / "bench.db"
+    url = new_database(request, folder)
     for matrix in ("m.yaml", "m.yaml", "m3.yaml"):
-        run_sweep(path, folder / matrix)
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE sweeps SET machine = ?, host = 'otherhost' WHERE id = 3", (OTHER_MACHINE,))
-    conn.commit()
-    conn.close()
-    return path
+        run_sweep(url, folder / matrix)
+    dbs.execute(url, "UPDATE sweeps SET machine = :m, host = 'otherhost' WHERE id = 3", m=OTHER_MACHINE)
+    return url
 
 
-def runs(db: Path, sweep: int) -> list[dict]:
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    rows = [dict(r) for r in conn.execute("SELECT * FROM runs WHERE sweep_id = ? ORDER BY id", (sweep,))]
-    conn.close()
-    return rows
+def runs(db: str | Path, sweep: int) -> list[dict]:
+    return dbs.query(db, "SELECT * FROM runs WHERE sweep_id = :s ORDER BY id", s=sweep)
 
 
-def records(db: Path, *args: str) -> list[dict]:
+def records(db: str | Path, *args: str) -> list[dict]:
     result = bench(db, "report", *args, "--format", "json")
     assert result.exit_code == 0, result.output
     return json.loads(result.output)["rows"]

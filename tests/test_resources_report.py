@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import cli as bench_cli
+from tests import dbs
+from tests.conftest import BACKENDS, new_database
 
 pytestmark = pytest.mark.slow
 
@@ -40,32 +42,29 @@ include:
 """
 
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The database of the sweep above, run once for the whole module."""
+@pytest.fixture(scope="module", params=BACKENDS)
+def sweep(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The database of the sweep above, run once for the whole module on each backend."""
     folder = tmp_path_factory.mktemp("resources")
     (folder / "m.yaml").write_text(textwrap.dedent(MATRIX).lstrip())
-    db = folder / "bench.db"
-    result = CliRunner().invoke(bench_cli, ["run", "--matrix", str(folder / "m.yaml"), "--db", str(db)])
+    db = new_database(request, folder)
+    result = CliRunner().invoke(bench_cli, ["run", "--matrix", str(folder / "m.yaml"), "--db", db])
     assert result.exit_code == 0, result.output
     assert "5 ok, 1 oom" in result.output
     return db
 
 
 @pytest.fixture(scope="module")
-def bench(sweep: Path):
+def bench(sweep: str):
     def invoke(*args: str):
         return CliRunner().invoke(bench_cli, [*args, "--db", str(sweep)], catch_exceptions=False)
 
     return invoke
 
 
-def runs(db: Path) -> dict[str, dict]:
+def runs(db: str | Path) -> dict[str, dict]:
     """The runs by what sets them apart: "t1/b8", "oom", "off"."""
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY id")]
-    conn.close()
+    rows = dbs.query(db, "SELECT * FROM runs ORDER BY id")
 
     def name(r: dict) -> str:
         if r["outcome"] == "oom":
@@ -131,12 +130,15 @@ def test_group_by_and_its_errors(bench):
     assert bench("report", "--group-by", "framework").exit_code == 1
 
 
-def test_a_sweep_with_nothing_to_compare(sweep, tmp_path):
+def test_a_sweep_with_nothing_to_compare(request, sweep, tmp_path):
     """A rerun of the unsampled run is a sweep of its own: one row, no comparisons, and why."""
-    db = tmp_path / "bench.db"
-    source, copy = sqlite3.connect(sweep), sqlite3.connect(db)
-    source.backup(copy)  # the WAL's pages too, which a copy of the file would miss
-    source.close(), copy.close()
+    if sweep.startswith("sqlite"):
+        db = str(tmp_path / "bench.db")
+        source, copy = sqlite3.connect(sweep[len("sqlite:///") :]), sqlite3.connect(db)
+        source.backup(copy)  # the WAL's pages too, which a copy of the file would miss
+        source.close(), copy.close()
+    else:
+        db = request.getfixturevalue("pg_server").copy_database(sweep)
     runner = CliRunner()
     off = str(runs(db)["off"]["id"])
     assert runner.invoke(bench_cli, ["rerun", off, "--db", str(db)]).exit_code == 0

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
+from tests import dbs
 from tests.conftest import bench_command
 from tests.test_outcomes import pid_alive
 
@@ -27,12 +28,8 @@ axes:
 """
 
 
-def rows(db: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
+def rows(db: str, sql: str) -> list[tuple]:
+    return [tuple(r.values()) for r in dbs.query(db, sql)]
 
 
 def wait_for(condition, timeout: float = 60.0) -> None:
@@ -43,12 +40,13 @@ def wait_for(condition, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def count_runs(db: Path) -> int:
-    if not db.exists():
+def count_runs(db: str) -> int:
+    """0 until the database and its runs table exist (either backend)."""
+    if db.startswith("sqlite:///") and not Path(db[len("sqlite:///") :]).exists():
         return 0
     try:
         return rows(db, "SELECT count(*) FROM runs")[0][0]
-    except sqlite3.OperationalError:
+    except sa.exc.DBAPIError:
         return 0
 
 
@@ -69,10 +67,10 @@ def start(workdir: Path, *args: str) -> subprocess.Popen:
     )
 
 
-def test_resume_after_sigkill_runs_each_configuration_exactly_once(write_matrix, workdir):
+def test_resume_after_sigkill_runs_each_configuration_exactly_once(write_matrix, workdir, db_url):
     write_matrix(SLEEPS)
-    db = workdir / "bench.db"
-    proc = start(workdir, "run", "--matrix", "m.yaml")
+    db = db_url
+    proc = start(workdir, "run", "--matrix", "m.yaml", "--db", db)
     wait_for(lambda: count_runs(db) >= 2 and running_worker_pid(workdir, count_runs(db)) is not None)
     worker = running_worker_pid(workdir, count_runs(db))
     proc.kill()
@@ -83,7 +81,7 @@ def test_resume_after_sigkill_runs_each_configuration_exactly_once(write_matrix,
     assert 2 <= len(before) < 6
 
     done = subprocess.run(
-        bench_command("run", "--matrix", "m.yaml", "--resume"),
+        bench_command("run", "--matrix", "m.yaml", "--resume", "--db", db),
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -98,10 +96,10 @@ def test_resume_after_sigkill_runs_each_configuration_exactly_once(write_matrix,
     assert rows(db, "SELECT count(*), max(status) FROM sweeps") == [(1, "finished")]
 
 
-def test_ctrl_c_records_interrupted_and_resume_finishes(write_matrix, workdir):
+def test_ctrl_c_records_interrupted_and_resume_finishes(write_matrix, workdir, db_url):
     write_matrix(SLEEPS)
-    db = workdir / "bench.db"
-    proc = start(workdir, "run", "--matrix", "m.yaml")
+    db = db_url
+    proc = start(workdir, "run", "--matrix", "m.yaml", "--db", db)
     wait_for(lambda: count_runs(db) >= 1 and running_worker_pid(workdir, count_runs(db)) is not None)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -112,7 +110,7 @@ def test_ctrl_c_records_interrupted_and_resume_finishes(write_matrix, workdir):
     assert rows(db, "SELECT status FROM sweeps") == [("interrupted",)]
 
     done = subprocess.run(
-        bench_command("run", "--matrix", "m.yaml", "--resume"),
+        bench_command("run", "--matrix", "m.yaml", "--resume", "--db", db),
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -123,7 +121,11 @@ def test_ctrl_c_records_interrupted_and_resume_finishes(write_matrix, workdir):
     assert len(finished) == 6 and len(set(finished)) == 6
     assert interrupted[0] in finished  # the interrupted one ran again
     report = subprocess.run(
-        bench_command("report", "--format", "json"), cwd=workdir, capture_output=True, text=True, check=True
+        bench_command("report", "--format", "json", "--db", db),
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert [r["outcome"] for r in json.loads(report)["runs"]] == ["ok"] * 6
 
@@ -134,6 +136,6 @@ def test_resume_with_nothing_left_runs_nothing(write_matrix, workdir, cli):
     result = cli("run", "--matrix", "m.yaml", "--resume")
     assert result.exit_code == 0
     assert "1 already finished" in result.output
-    assert count_runs(workdir / "bench.db") == 1
+    assert count_runs(f"sqlite:///{workdir / 'bench.db'}") == 1
     dry = cli("run", "--matrix", "m.yaml", "--resume", "--dry-run")
     assert "skipped by --resume" in dry.output and "0 to run" in dry.output

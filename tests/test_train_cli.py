@@ -6,22 +6,31 @@ import sqlite3
 
 import pytest
 
+from tests import dbs
 
-def test_train_runs_and_records_one_configuration(cli, workdir):
+
+def test_train_runs_and_records_one_configuration(cli, workdir, db_url):
     result = cli(
-        "train", "--framework", "fault", "--fault", "raise", "--after-steps", "2", "--dataset-size", "64"
+        "train",
+        "--framework",
+        "fault",
+        "--fault",
+        "raise",
+        "--after-steps",
+        "2",
+        "--dataset-size",
+        "64",
+        "--db",
+        db_url,
     )
     assert result.exit_code == 0, result.output
     assert "run 1: error: RuntimeError: fault worker: raised on purpose after 2 steps" in result.output
-    row = (
-        sqlite3.connect(workdir / "bench.db")
-        .execute(
-            "SELECT s.kind, r.framework, r.fault, r.dataset_size, r.outcome "
-            "FROM runs r JOIN sweeps s ON s.id = r.sweep_id"
-        )
-        .fetchone()
+    rows = dbs.query(
+        db_url,
+        "SELECT s.kind, r.framework, r.fault, r.dataset_size, r.outcome"
+        " FROM runs r JOIN sweeps s ON s.id = r.sweep_id",
     )
-    assert row == ("train", "fault", "raise", 64, "error")
+    assert [tuple(r.values()) for r in rows] == [("train", "fault", "raise", 64, "error")]
 
 
 @pytest.mark.parametrize(

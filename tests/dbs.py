@@ -1,0 +1,41 @@
+"""Reading and changing a results database from the tests, on either backend (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+
+def url_of(db: str | Path) -> str:
+    return str(db) if "://" in str(db) else f"sqlite:///{db}"
+
+
+def query(db: str | Path, sql: str, **params: Any) -> list[dict[str, Any]]:
+    engine = sa.create_engine(url_of(db))
+    try:
+        with engine.connect() as conn:
+            return [dict(row) for row in conn.execute(sa.text(sql), params).mappings()]
+    finally:
+        engine.dispose()
+
+
+def execute(db: str | Path, sql: str, **params: Any) -> None:
+    engine = sa.create_engine(url_of(db))
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(sql), params)
+    finally:
+        engine.dispose()
+
+
+def columns(db: str | Path) -> dict[str, list[str]]:
+    """Each table's columns in order (PostgreSQL's version table left out: it is not in schema.sql)."""
+    engine = sa.create_engine(url_of(db))
+    try:
+        inspector = sa.inspect(engine)
+        names = [t for t in inspector.get_table_names() if t != "schema_version"]
+        return {t: [c["name"] for c in inspector.get_columns(t)] for t in sorted(names)}
+    finally:
+        engine.dispose()
