@@ -16,11 +16,17 @@ chunks. A zoo script supplies three functions and hands them to main():
 The bench side is the adapter's own train_step, as the runner calls it; the zoo side is the zoo
 model's step on the very same batch tensors. Both take the same steps, in chunks, in turn
 (bare_common.alternate), so chunks a fraction of a second apart see the same machine.
+
+With --ops, nothing is timed: after the warm-up, one step of each side runs under the framework's
+operator profiler (the adapter's own tracer, as `trace: kernels` uses it), and the operators each
+executed are printed with their call counts: where the two differ, operator by operator.
 """
 
+import importlib
 import json
 import os
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bare_common  # noqa: E402
@@ -32,6 +38,9 @@ def parse_args(framework, argv=None):
         "--count-only",
         action="store_true",
         help="only the trainable parameter counts; --model may list several, comma-separated",
+    )
+    parser.add_argument(
+        "--ops", action="store_true", help="no timing: the operators one step of each side runs, with calls"
     )
     return parser.parse_args(argv)
 
@@ -48,7 +57,8 @@ def counts(framework, fw, zoo_model, args):
         del adapter, zoo  # one pair at a time: VGG16's pair alone holds over 2 GB
 
 
-def timed(framework, fw, zoo_model, zoo_step, args):
+def sides(framework, fw, zoo_model, zoo_step, args):
+    """Both sides, built and fed: (adapter, steps, [("bench", run), ("zoo", run)], facts)."""
     adapter, port = bare_common.build_adapter(framework, args)
     train_size = adapter.load_data()[0]
     model, count, shipped = zoo_model(fw, args)
@@ -63,24 +73,57 @@ def timed(framework, fw, zoo_model, zoo_step, args):
     def zoo(i):
         step(*batches[i])
 
-    result = bare_common.alternate(
-        [("bench", bench), ("zoo", zoo)], steps, adapter.synchronize, args, args.paired
-    )
-    result.update(zoo=shipped, zoo_parameters=count, port_parameters=port)
+    facts = {"zoo": shipped, "zoo_parameters": count, "port_parameters": port}
+    return adapter, steps, [("bench", bench), ("zoo", zoo)], facts
+
+
+def timed(framework, fw, zoo_model, zoo_step, args):
+    adapter, steps, both, facts = sides(framework, fw, zoo_model, zoo_step, args)
+    result = bare_common.alternate(both, steps, adapter.synchronize, args, args.paired)
+    result.update(facts)
     return result
+
+
+def operators(framework, fw, zoo_model, zoo_step, args, tracers):
+    """The operators one warm step of each side runs, with their calls (no times: see --ops)."""
+    adapter, steps, both, facts = sides(framework, fw, zoo_model, zoo_step, args)
+    for i in range(max(1, args.warmup)):
+        for _, run in both:
+            run(i % steps)
+        adapter.synchronize()
+    for k, (name, run) in enumerate(both):  # (no zip(strict=) on Python 3.6)
+        tracer = tracers[k]
+        tracer.start()
+        run(0)
+        adapter.synchronize()
+        tracer.stop()
+        facts[name + "_ops"] = dict((r["name"], r["calls"]) for r in tracer.records())
+    return facts
+
+
+def make_tracers(framework):
+    """Two of the adapter's own operator tracers, made before the framework is imported (MXNet's
+    turns bulk execution off there, so that every operator is seen on its own)."""
+    adapter_class = importlib.import_module("workers.adapters." + framework).Adapter
+    return [adapter_class({}).tracer() for _ in range(2)]
 
 
 def main(framework, setup, zoo_model, zoo_step, argv=None):
     """Parse the arguments, measure (or count) and print JSON lines."""
     args = parse_args(framework, argv)
     sys.path.insert(0, bare_common.REPO)
+    tracers = make_tracers(framework) if args.ops else None
     fw, info = setup(args)
     if args.count_only:
         counts(framework, fw, zoo_model, args)
         return 0
     if "," in args.model:
         raise SystemExit("one --model at a time, except with --count-only")
-    result = timed(framework, fw, zoo_model, zoo_step, args)
+    if tracers:
+        os.chdir(tempfile.mkdtemp(prefix="bench-zoo-ops-"))  # where a tracer writes its files
+        result = operators(framework, fw, zoo_model, zoo_step, args, tracers)
+    else:
+        result = timed(framework, fw, zoo_model, zoo_step, args)
     result.update(info)
     print(json.dumps(result, sort_keys=True))
     return 0

@@ -17,6 +17,10 @@ framework without a zoo, or a model its zoo lacks, is said and exits 0 too.
     .venv/bin/python benchmarks/zoo_parity.py --framework paddle --model resnet50
     .venv/bin/python benchmarks/zoo_parity.py --framework mxnet --model vgg16 --batch-size 32 --passes 6
     .venv/bin/python benchmarks/zoo_parity.py --framework tensorflow --counts   # parameter counts only
+    .venv/bin/python benchmarks/zoo_parity.py --framework mxnet --model resnet50 --ops  # operators per step
+
+--ops times nothing: one warm step of each side runs under the framework's operator profiler (the
+tracer `trace: kernels` uses) and the operators whose calls differ are listed.
 """
 
 from __future__ import annotations
@@ -74,6 +78,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--counts", action="store_true", help="only the trainable parameter counts, every model"
+    )
+    parser.add_argument(
+        "--ops", action="store_true", help="no timing: the operators one step of each side runs, with calls"
     )
     parser.add_argument(
         "--quiet-load", type=float, default=0.1, help="cores of other load below which a pass counts as quiet"
@@ -158,6 +165,24 @@ def counts(lines: list[dict[str, Any]], args: argparse.Namespace) -> None:
         differences(zoo_models.PAIRS[(args.framework, line["model"])])
 
 
+def operators(out: dict[str, Any], args: argparse.Namespace) -> None:
+    """The operators whose calls per step differ between the two sides (counts, never times)."""
+    bench, zoo = out["bench_ops"], out["zoo_ops"]
+    same = sorted(name for name in bench if bench[name] == zoo.get(name))
+    print(
+        f"\n{args.framework} {args.model}, {args.image_size} px, batch {args.batch_size}:"
+        " the operators of one step"
+    )
+    print(f"bench's port: {sum(bench.values())} calls; zoo model {out['zoo']}: {sum(zoo.values())} calls")
+    print("\n| operator | bench's port | zoo model |")
+    print("|---|---|---|")
+    for name in sorted(set(bench) | set(zoo)):
+        if bench.get(name) != zoo.get(name):
+            print(f"| {name} | {bench.get(name, '-')} | {zoo.get(name, '-')} |")
+    print(f"\nthe same calls on both sides: {', '.join(same) or 'none'}")
+    differences(zoo_models.PAIRS[(args.framework, args.model)])
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     args = parse_args(argv)
@@ -181,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
         lines = overhead.run_script(config, python, script, "--count-only", "--model", ",".join(models))
         counts(lines, args)
         out: Any = lines
+    elif args.ops:
+        args.steps, args.warmup = 1, max(1, args.warmup)
+        config = overhead.make_config(args)
+        out = overhead.run_script(config, python, script, "--ops")[-1]
+        operators(out, args)
     else:
         config = overhead.make_config(args)
         overhead.wait_until_idle(overhead.CpuMeter(), args.quiet_load, args.idle_wait)

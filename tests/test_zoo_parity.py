@@ -107,3 +107,19 @@ def test_zoo_parity_runs_end_to_end_and_prints_a_ratio(tmp_path):
     assert result["port_parameters"] == result["zoo_parameters"] == 2_236_682
     for side in ("bench", "zoo"):  # 2 passes, every step taken by both sides
         assert [sum(1 for _ in p) for p in result["paired"][side]] == [-(-3 // result["chunk"])] * 2
+
+
+@pytest.mark.slow
+@pytest.mark.framework
+@pytest.mark.parametrize("model", ["resnet50", "mobilenet_v2"])
+def test_paddle_port_runs_the_zoo_models_operators(model):
+    """Same architecture, so the same operators per step: the port's only extra is the adapter's
+    loss accumulation (one add_), which keeps the loss on the device instead of reading it."""
+    python = framework_python("paddle")
+    args = ["--ops", "--model", model, "--image-size", "32", "--classes", "10", "--batch-size", "2"]
+    args += ["--steps", "2", "--warmup", "1", "--threads", "1"]
+    done = run_driver(python, REPO / "benchmarks" / "zoo_paddle.py", *args, timeout=600)
+    out = json.loads(done.stdout.splitlines()[-1])
+    bench, zoo = out["bench_ops"], out["zoo_ops"]
+    assert bench.pop("add_") == 1 and "add_" not in zoo
+    assert bench == zoo and sum(zoo.values()) > 100
