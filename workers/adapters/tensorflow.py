@@ -317,6 +317,9 @@ def _settings(tf, gpu):
         "onednn_enabled": onednn,
         "xla_jit": bool(gpu),  # the training graph's jit_compile (Keras's "auto": a GPU only)
         "grappler": {k: v for k, v in sorted(tf.config.optimizer.get_experimental_options().items())},
+        # Intel OpenMP's knobs that oneDNN guides suggest; None: unset.
+        "KMP_BLOCKTIME": os.environ.get("KMP_BLOCKTIME"),
+        "KMP_AFFINITY": os.environ.get("KMP_AFFINITY"),
         "execution": "tf.function graph",
         "data_format": "channels_last (NHWC)",
     }
