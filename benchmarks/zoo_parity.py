@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -183,11 +184,27 @@ def operators(out: dict[str, Any], args: argparse.Namespace) -> None:
     differences(zoo_models.PAIRS[(args.framework, args.model)])
 
 
+def zoo_check(args: argparse.Namespace) -> str:
+    """What the framework's environment itself says of the zoo bench would need (PyTorch's
+    torchvision), so the reason printed is checked here rather than only remembered."""
+    if args.framework != "pytorch":
+        return ""
+    python, where = envs.python_for(args.framework, args.env_root)
+    if python is None:
+        return f" (and there is no pytorch environment: {where})"
+    done = subprocess.run([str(python), "-c", "import torchvision"], capture_output=True, text=True)
+    if done.returncode == 0:
+        return " (torchvision imports in this environment, but bench has no zoo_pytorch.py yet)"
+    lines = done.stderr.strip().splitlines()
+    return f" (here: {lines[-1] if lines else f'import torchvision exits {done.returncode}'})"
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     args = parse_args(argv)
     if args.framework in zoo_models.UNAVAILABLE:
-        print(f"{args.framework}: zoo parity unavailable: {zoo_models.UNAVAILABLE[args.framework]}")
+        seen = zoo_check(args)
+        print(f"{args.framework}: zoo parity unavailable: {zoo_models.UNAVAILABLE[args.framework]}{seen}")
         return 0
     models = zoo_models.pairs_of(args.framework) if args.counts else [args.model]
     if not args.counts and (args.framework, args.model) not in zoo_models.PAIRS:

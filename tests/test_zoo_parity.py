@@ -50,12 +50,15 @@ def test_every_pair_names_a_model_and_explains_a_count_difference():
     assert set(zoo_models.UNAVAILABLE) == {"pytorch", "singa"}
 
 
-@pytest.mark.parametrize("framework", ["pytorch", "singa"])
+@pytest.mark.parametrize("framework", [pytest.param("pytorch", marks=pytest.mark.framework), "singa"])
 def test_frameworks_without_a_zoo_say_why(framework):
     done = parity("--framework", framework, "--model", "resnet50")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{framework}: zoo parity unavailable: ")
     assert zoo_models.UNAVAILABLE[framework] in done.stdout
+    if framework == "pytorch":  # checked in the PyTorch environment, not only remembered
+        framework_python("pytorch")
+        assert "(here: ModuleNotFoundError: No module named 'torchvision')" in done.stdout
 
 
 def test_a_model_the_zoo_lacks_is_said():
