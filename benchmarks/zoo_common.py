@@ -25,6 +25,7 @@ executed are printed with their call counts: where the two differ, operator by o
 import importlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -120,8 +121,13 @@ def main(framework, setup, zoo_model, zoo_step, argv=None):
     if "," in args.model:
         raise SystemExit("one --model at a time, except with --count-only")
     if tracers:
-        os.chdir(tempfile.mkdtemp(prefix="bench-zoo-ops-"))  # where a tracer writes its files
-        result = operators(framework, fw, zoo_model, zoo_step, args, tracers)
+        here, scratch = os.getcwd(), tempfile.mkdtemp(prefix="bench-zoo-ops-")
+        os.chdir(scratch)  # where a tracer writes its files (TensorFlow's profiles)
+        try:
+            result = operators(framework, fw, zoo_model, zoo_step, args, tracers)
+        finally:
+            os.chdir(here)
+            shutil.rmtree(scratch, ignore_errors=True)
     else:
         result = timed(framework, fw, zoo_model, zoo_step, args)
     result.update(info)
