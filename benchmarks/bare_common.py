@@ -29,14 +29,16 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What the orchestrator sets for every worker with threads > 0 (orchestrator/execute.py).
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-# --paired: the runner's loop body (train_step + step event), train_step alone, the bare step.
-SIDES = ("harness", "adapter", "bare")
-ORDERS = list(itertools.permutations(SIDES))
 # The bare loops that can run on a GPU (their make_solo honours args.device).
 CUDA_LOOPS = ("pytorch",)
 
 
 def parse_args(description, argv=None):
+    return make_parser(description).parse_args(argv)
+
+
+def make_parser(description):
+    """The arguments every bare loop takes (benchmarks/overhead.py passes them all)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", default="small_cnn")
     parser.add_argument("--image-size", type=int, default=32)
@@ -58,7 +60,7 @@ def parse_args(description, argv=None):
     parser.add_argument(
         "--chunk-seconds", type=float, default=0.02, help="about how long a chunk takes, from the warm-up"
     )
-    return parser.parse_args(argv)
+    return parser
 
 
 def data_config(args):
@@ -123,6 +125,12 @@ def solo(step, batches, warmup, value, sync):
 
 def make_adapter(framework, args):
     """The harness's adapter for this configuration: set up, built, data loaded."""
+    adapter = build_adapter(framework, args)[0]
+    return adapter, adapter.load_data()[0]
+
+
+def build_adapter(framework, args):
+    """The harness's adapter, set up and built (no data); and its trainable parameter count."""
     adapter_class = importlib.import_module("workers.adapters." + framework).Adapter
     config = dict(
         data_config(args), framework=framework, model=args.model, device=args.device, optimizer="sgd"
@@ -130,8 +138,7 @@ def make_adapter(framework, args):
     config.update(batch_size=args.batch_size, lr=args.lr, momentum=args.momentum, threads=args.threads)
     adapter = adapter_class(config)
     adapter.setup()
-    adapter.build_model()
-    return adapter, adapter.load_data()[0]
+    return adapter, adapter.build_model()
 
 
 def _busy_seconds():
@@ -144,59 +151,86 @@ def _busy_seconds():
     return (sum(values[:8]) - idle) / tick, me.ru_utime + me.ru_stime
 
 
-def _chunk_seconds(side, chunk, adapter, events, bare_step, batches):
-    """One chunk by one side, clocked alone; every side ends with the runner's synchronisation."""
+def _chunk_seconds(run, chunk, sync):
+    """One chunk of steps by one side, clocked alone; it ends with the runner's synchronisation."""
     clock = time.perf_counter
     start = clock()
-    if side == "harness":
-        for i in chunk:  # workers/runner.py's timed loop body
-            adapter.train_step(i)
-            events.step(1, i + 1)
-    elif side == "adapter":
-        for i in chunk:
-            adapter.train_step(i)
-    else:
-        for i in chunk:
-            bare_step(*batches[i])
-    adapter.synchronize()
+    for i in chunk:
+        run(i)
+    sync()
     return (clock() - start) / len(chunk)
+
+
+def alternate(sides, steps, sync, args, passes):
+    """Per-step seconds of each side, by chunk, every side taking the same steps in one process.
+
+    sides: (name, run) pairs, run(i) taking training step i; sync() waits for queued work (MXNet's
+    engine is asynchronous) and ends every chunk inside its clock. args.warmup steps by every side
+    first, then `passes` passes over the steps in chunks of args.chunk steps (0: about
+    args.chunk_seconds, from the fastest warm-up step). Returns
+    {"steps", "chunk", "paired": {name: [[seconds per step of each chunk] per pass]},
+    "other_load": [cores other processes used during each pass]}.
+    """
+    warm = []
+    for i in range(args.warmup):
+        for _, run in sides:
+            warm.append(_chunk_seconds(run, [i % steps], sync))
+    # Chunks short enough to see the same machine, long enough that what one step leaves behind
+    # for the next (the event's write) stays within its own side.
+    size = args.chunk or (max(1, int(round(args.chunk_seconds / min(warm)))) if warm else 1)
+    orders = list(itertools.permutations(range(len(sides))))
+    times = dict((name, []) for name, _ in sides)
+    other_load = []  # per pass: cores that other processes used meanwhile
+    turn = 0
+    for _ in range(passes):
+        for name, _ in sides:
+            times[name].append([])
+        start, (busy, mine) = time.monotonic(), _busy_seconds()
+        for low in range(0, steps, size):
+            chunk = range(low, min(low + size, steps))
+            # Every order of the sides in turn: each follows each other one equally often, so
+            # what a step leaves behind (caches, the kernel's work) lands evenly on all.
+            for k in orders[turn % len(orders)]:
+                name, run = sides[k]
+                times[name][-1].append(_chunk_seconds(run, chunk, sync))
+            turn += 1
+        now, (busy_now, mine_now) = time.monotonic(), _busy_seconds()
+        other_load.append(max(0.0, (busy_now - busy) - (mine_now - mine)) / (now - start))
+    return {"steps": steps, "chunk": size, "paired": times, "other_load": other_load}
+
+
+def epoch_steps(adapter, train_size, args, available):
+    """Arrange the adapter's first epoch (as the runner orders it); the steps both sides take."""
+    from workers import runner
+
+    return min(available, adapter.prepare_epoch(runner.epoch_order(args.seed, 1, train_size)))
 
 
 def paired(adapter, train_size, bare_step, batches, args):
     """Per-step seconds of the harness's loop body, train_step alone and the bare step, by chunk."""
-    from workers import runner
     from workers.events import EventWriter
 
-    steps = min(len(batches), adapter.prepare_epoch(runner.epoch_order(args.seed, 1, train_size)))
+    steps = epoch_steps(adapter, train_size, args, len(batches))
     tmp = tempfile.mkdtemp(prefix="bench-bare-")
     events = EventWriter(os.path.join(tmp, "events.jsonl"))
-    warm = []
-    for i in range(args.warmup):
-        adapter.train_step(i % steps)
-        warm.append(_chunk_seconds("bare", [i % steps], adapter, events, bare_step, batches))
-    # Chunks short enough to see the same machine, long enough that what one step leaves behind
-    # for the next (the event's write) stays within its own side.
-    size = args.chunk or (max(1, int(round(args.chunk_seconds / min(warm)))) if warm else 1)
-    times = dict((side, []) for side in SIDES)
-    other_load = []  # per pass: cores that other processes used meanwhile
-    turn = 0
-    for _ in range(args.paired):
-        for side in SIDES:
-            times[side].append([])
-        start, (busy, mine) = time.monotonic(), _busy_seconds()
-        for low in range(0, steps, size):
-            chunk = range(low, min(low + size, steps))
-            # Every order of the three in turn: each side follows each other one equally often,
-            # so what a step leaves behind (caches, the kernel's work) lands evenly on all.
-            for side in ORDERS[turn % len(ORDERS)]:
-                times[side][-1].append(_chunk_seconds(side, chunk, adapter, events, bare_step, batches))
-            turn += 1
-        now, (busy_now, mine_now) = time.monotonic(), _busy_seconds()
-        other_load.append(max(0.0, (busy_now - busy) - (mine_now - mine)) / (now - start))
+    train_step, step_event = adapter.train_step, events.step
+
+    def harness(i):  # workers/runner.py's timed loop body
+        train_step(i)
+        step_event(1, i + 1)
+
+    def alone(i):
+        train_step(i)
+
+    def bare(i):
+        bare_step(*batches[i])
+
+    sides = [("harness", harness), ("adapter", alone), ("bare", bare)]
+    result = alternate(sides, steps, adapter.synchronize, args, args.paired)
     events.close()
     os.remove(os.path.join(tmp, "events.jsonl"))
     os.rmdir(tmp)
-    return {"steps": steps, "chunk": size, "paired": times, "other_load": other_load}
+    return result
 
 
 def main(framework, setup, make_solo, on_adapter, argv=None):

@@ -227,9 +227,14 @@ def sampler_load(run_dir: Path) -> float | None:
 
 def bare_loop(config: RunConfig, python: Path, *extra: str) -> dict[str, Any]:
     """Run benchmarks/bare_<framework>_loop.py in the harness's worker environment; its JSON."""
+    return run_script(config, python, f"bare_{config.framework}_loop.py", *extra)[-1]
+
+
+def run_script(config: RunConfig, python: Path, script: str, *extra: str) -> list[dict[str, Any]]:
+    """Run a benchmarks/ script with the framework's interpreter and the configuration's
+    arguments, in the harness's worker environment; the JSON lines it printed."""
     env, _ = worker_env(config)  # the same thread variables and PYTHONPATH as the harness's worker
-    script = HERE / f"bare_{config.framework}_loop.py"
-    cmd = [str(python), str(script), "--model", config.model, "--image-size", str(config.image_size)]
+    cmd = [str(python), str(HERE / script), "--model", config.model, "--image-size", str(config.image_size)]
     cmd += ["--classes", str(config.classes), "--batch-size", str(config.batch_size)]
     cmd += ["--threads", str(config.threads), "--warmup", str(config.warmup_steps)]
     cmd += ["--steps", str(config.train_size // config.batch_size)]
@@ -238,8 +243,8 @@ def bare_loop(config: RunConfig, python: Path, *extra: str) -> dict[str, Any]:
     cmd += ["--momentum", str(config.momentum), "--seed", str(config.seed), "--device", config.device, *extra]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
-        raise SystemExit(f"bare loop failed (exit {done.returncode}): {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"{script} failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
 def run_bare(config: RunConfig, python: Path, meter: CpuMeter) -> Measurement:

@@ -78,7 +78,7 @@ class Adapter(base.Adapter):
         else:
             raise base.Unsupported("device {!r} is not supported by the MXNet adapter "
                                    "(cpu or cuda)".format(self.config["device"]))
-        info["mkldnn"] = mx.runtime.Features().is_enabled("MKLDNN")
+        info["settings"] = _settings(mx)
         return info
 
     # -- model -----------------------------------------------------------------------------
@@ -320,6 +320,24 @@ def _threads(mx, requested, before_import):
     except OSError:
         applied["os_threads"] = None
     return applied
+
+
+def _settings(mx):
+    """What decides which CPU kernels run and how (docs/fairness.md); threads are in "threads".
+
+    MKLDNN (oneDNN) is compiled into the PyPI wheel and on unless MXNET_MKLDNN_ENABLED=0.
+    """
+    features = mx.runtime.Features()
+    built = features.is_enabled("MKLDNN")
+    variable = os.environ.get("MXNET_MKLDNN_ENABLED")
+    return {
+        "mkldnn_built": built,
+        "MXNET_MKLDNN_ENABLED": variable,  # None: unset (MXNet's default, on)
+        "mkldnn_enabled": bool(built and variable not in ("0", "false", "False")),
+        "blas": sorted(k for k in features.keys() if k.startswith("BLAS_") and features.is_enabled(k)),
+        "engine": os.environ.get("MXNET_ENGINE_TYPE") or "ThreadedEnginePerDevice",
+        "execution": "hybridized, static_alloc and static_shape",
+    }
 
 
 def _check_cuda(mx):

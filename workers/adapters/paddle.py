@@ -70,8 +70,7 @@ class Adapter(base.Adapter):
             "threads": _apply_threads(paddle, threads, omp_env),
             "cuda_version": _cuda_version(paddle),
             "build": "cuda" if paddle.is_compiled_with_cuda() else "cpu",
-            "with_mkl": getattr(paddle.version, "with_mkl", None),
-            "training_path": self.training_path,
+            "settings": _settings(paddle, self.training_path),
         }
         if self.config["device"] == "cuda":
             _check_cuda(paddle)
@@ -289,6 +288,25 @@ def _apply_threads(paddle, n, omp_env):
     applied["intra_op"] = _omp_max_threads()
     applied["inter_op"] = None
     return applied
+
+
+def _settings(paddle, training_path):
+    """What decides which CPU kernels run and how, as Paddle reports it (docs/fairness.md).
+
+    Paddle's wheel is built with oneDNN, but its flags leave it off by default: eager CPU
+    kernels are then Paddle's own (and MKL's for matrix products). Threads are in "threads".
+    """
+    flags = {}
+    for name in ("FLAGS_use_mkldnn", "FLAGS_use_onednn"):
+        try:
+            flags[name] = paddle.get_flags([name])[name]
+        except (ValueError, RuntimeError):  # a flag this version does not have
+            flags[name] = None
+    core = paddle.framework.core
+    built = getattr(core, "is_compiled_with_onednn", None) or getattr(core, "is_compiled_with_mkldnn", None)
+    flags.update(onednn_built=bool(built()) if built else None,
+                 with_mkl=getattr(paddle.version, "with_mkl", None), training_path=training_path)
+    return flags
 
 
 def _omp_max_threads():

@@ -49,6 +49,7 @@ class Adapter(base.Adapter):
             "cuda_version": torch.version.cuda,
             # What the installed wheel was built for, whatever the device of this run.
             "build": "cuda" if torch.version.cuda else "cpu",
+            "settings": _settings(torch),
         }
         if self.config["device"] == "cuda":
             _check_cuda(torch)
@@ -246,6 +247,19 @@ def _apply_threads(torch, n):
     applied["intra_op"] = torch.get_num_threads()
     applied["inter_op"] = torch.get_num_interop_threads()
     return applied
+
+
+def _settings(torch):
+    """The switches that decide which CPU kernels run, as torch reports them (docs/fairness.md)."""
+    backends = torch.backends
+    return {
+        "mkldnn_available": bool(backends.mkldnn.is_available()),  # oneDNN convolutions built in
+        "mkldnn_enabled": bool(backends.mkldnn.enabled),  # and switched on (torch's default)
+        "mkl_available": bool(backends.mkl.is_available()),
+        "openmp_available": bool(backends.openmp.is_available()),
+        "memory_format": "contiguous (NCHW)",  # the adapter never converts to channels_last
+        "execution": "eager",
+    }
 
 
 def _check_cuda(torch):

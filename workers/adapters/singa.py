@@ -95,7 +95,12 @@ class Adapter(base.Adapter):
             "device_name": "cuda:0" if self.config["device"] == "cuda" else base.cpu_name(),
             "cuda_version": None,
             "build": "cuda" if cuda_build else "cpu",
-            "training_path": "singa.model.Model, use_graph=True (buffered graph replayed per step)",
+            "settings": {
+                "training_path": "singa.model.Model, use_graph=True (buffered graph replayed per step)",
+                # What the wheel was compiled with: USE_DNNL is oneDNN, USE_CBLAS OpenBLAS.
+                "build_flags": dict((k, getattr(sg["wrap"], k)) for k in dir(sg["wrap"])
+                                    if k.startswith("USE_")),
+            },
         }
 
     # -- model -----------------------------------------------------------------------------

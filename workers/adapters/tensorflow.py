@@ -85,7 +85,7 @@ class Adapter(base.Adapter):
             self.device = "/CPU:0"
             info["gpus_hidden"] = _hide_gpus(tf)
             info["device_name"] = base.cpu_name()
-        info["onednn"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on)")
+        info["settings"] = _settings(tf, self.gpu)
         tf.random.set_seed(self.config["seed"])
         return info
 
@@ -298,6 +298,31 @@ def _apply_threads(tf, n):
     applied["intra_op_effective"] = applied["intra_op"] or cpus
     applied["inter_op_effective"] = applied["inter_op"] or cpus
     return applied
+
+
+def _settings(tf, gpu):
+    """What decides which kernels run and how, as TensorFlow reports it (docs/fairness.md).
+
+    Threads are in info["threads"]. oneDNN is on by default on x86 Linux; TF_ENABLE_ONEDNN_OPTS=0
+    turns it off, and onednn_enabled is TensorFlow's own answer (None where it cannot be asked).
+    """
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+
+        onednn = bool(_pywrap_util_port.IsMklEnabled())
+    except (ImportError, AttributeError):
+        onednn = None
+    return {
+        "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),  # None: unset (default)
+        "onednn_enabled": onednn,
+        "xla_jit": bool(gpu),  # the training graph's jit_compile (Keras's "auto": a GPU only)
+        "grappler": {k: v for k, v in sorted(tf.config.optimizer.get_experimental_options().items())},
+        # Intel OpenMP's knobs that oneDNN guides suggest; None: unset.
+        "KMP_BLOCKTIME": os.environ.get("KMP_BLOCKTIME"),
+        "KMP_AFFINITY": os.environ.get("KMP_AFFINITY"),
+        "execution": "tf.function graph",
+        "data_format": "channels_last (NHWC)",
+    }
 
 
 def _check_cuda(tf):

@@ -1,0 +1,128 @@
+"""Zoo parity (benchmarks/zoo_parity.py): bench's ports against the frameworks' own model zoos.
+
+The parameter counts are counted by the real frameworks, in their own environments: bench's port
+as its adapter builds it, and the zoo model as the framework ships it, at 224 px and 1000 classes,
+must agree or differ by exactly the difference benchmarks/zoo_models.py documents. A smoke test
+runs the whole benchmark at a tiny size (its ratio is printed, never judged: timings on a shared
+machine are not results).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.drivers import framework_python, run_driver
+from workers import models
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import zoo_models  # noqa: E402
+
+ZOO_FRAMEWORKS = ("tensorflow", "mxnet", "paddle")
+# Reference counts (FACTS.md, torchvision's): ResNet50 v1.5 without conv biases, and Keras's with them.
+RESNET50 = 25_557_032
+KERAS_RESNET50 = 25_583_592
+
+
+def parity(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "zoo_parity.py"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_every_pair_names_a_model_and_explains_a_count_difference():
+    for (framework, model), pair in zoo_models.PAIRS.items():
+        assert framework in ZOO_FRAMEWORKS and model in models.MODELS
+        assert pair.zoo.split(".")[0] in ("keras", "mxnet", "paddle")
+        if pair.extra_parameters:
+            assert pair.differences, f"{framework} {model}: a count difference with no explanation"
+    assert set(zoo_models.UNAVAILABLE) == {"pytorch", "singa"}
+
+
+@pytest.mark.parametrize("framework", [pytest.param("pytorch", marks=pytest.mark.framework), "singa"])
+def test_frameworks_without_a_zoo_say_why(framework):
+    done = parity("--framework", framework, "--model", "resnet50")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{framework}: zoo parity unavailable: ")
+    assert zoo_models.UNAVAILABLE[framework] in done.stdout
+    if framework == "pytorch":  # checked in the PyTorch environment, not only remembered
+        framework_python("pytorch")
+        assert "(here: ModuleNotFoundError: No module named 'torchvision')" in done.stdout
+
+
+def test_a_model_the_zoo_lacks_is_said():
+    done = parity("--framework", "tensorflow", "--model", "alexnet")
+    assert done.returncode == 0 and "keras.applications ships no AlexNet" in done.stdout, done.stderr
+
+
+def test_model_is_required_without_counts():
+    done = parity("--framework", "paddle")
+    assert done.returncode == 2 and "--model is required" in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.framework
+@pytest.mark.parametrize("framework", ZOO_FRAMEWORKS)
+def test_port_and_zoo_parameter_counts_agree_or_differ_as_documented(framework):
+    python = framework_python(framework)
+    pairs = zoo_models.pairs_of(framework)
+    args = ["--count-only", "--model", ",".join(pairs), "--image-size", "224", "--classes", "1000"]
+    args += ["--batch-size", "1", "--steps", "1", "--threads", "1"]
+    done = run_driver(python, REPO / "benchmarks" / f"zoo_{framework}.py", *args, timeout=900)
+    lines = {line["model"]: line for line in map(json.loads, done.stdout.splitlines()) if line}
+    assert sorted(lines) == sorted(pairs)
+    for model, line in lines.items():
+        pair = zoo_models.PAIRS[(framework, model)]
+        assert line["zoo"] == pair.zoo
+        assert line["port_parameters"] == models.infer(models.build_arch(model, 1000, 224))["parameters"]
+        assert line["zoo_parameters"] - line["port_parameters"] == pair.extra_parameters, (model, line)
+    assert lines["resnet50"]["port_parameters"] == RESNET50
+    if framework == "tensorflow":
+        assert lines["resnet50"]["zoo_parameters"] == KERAS_RESNET50
+
+
+@pytest.mark.slow
+@pytest.mark.framework
+def test_zoo_parity_runs_end_to_end_and_prints_a_ratio(tmp_path):
+    framework_python("paddle")
+    saved = tmp_path / "zoo.json"
+    done = parity(
+        *("--framework", "paddle", "--model", "mobilenet_v2", "--image-size", "32", "--batch-size", "2"),
+        *("--classes", "10", "--steps", "3", "--passes", "2", "--warmup", "1", "--threads", "1"),
+        *("--idle-wait", "0", "--save", str(saved)),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"bench/zoo per pass: median \d+\.\d{4}, range \d+\.\d{4}-\d+\.\d{4}", done.stdout)
+    assert "architectures: the same, layer for layer" in done.stdout
+    result = json.loads(saved.read_text())["result"]
+    assert result["zoo"] == "paddle.vision.models.mobilenet_v2"
+    assert result["port_parameters"] == result["zoo_parameters"] == 2_236_682
+    for side in ("bench", "zoo"):  # 2 passes, every step taken by both sides
+        assert [sum(1 for _ in p) for p in result["paired"][side]] == [-(-3 // result["chunk"])] * 2
+
+
+@pytest.mark.slow
+@pytest.mark.framework
+@pytest.mark.parametrize("model", ["resnet50", "mobilenet_v2"])
+def test_paddle_port_runs_the_zoo_models_operators(model):
+    """Same architecture, so the same operators per step: the port's only extra is the adapter's
+    loss accumulation (one add_), which keeps the loss on the device instead of reading it."""
+    python = framework_python("paddle")
+    args = ["--ops", "--model", model, "--image-size", "32", "--classes", "10", "--batch-size", "2"]
+    args += ["--steps", "2", "--warmup", "1", "--threads", "1"]
+    done = run_driver(python, REPO / "benchmarks" / "zoo_paddle.py", *args, timeout=600)
+    out = json.loads(done.stdout.splitlines()[-1])
+    bench, zoo = out["bench_ops"], out["zoo_ops"]
+    assert bench.pop("add_") == 1 and "add_" not in zoo
+    assert bench == zoo and sum(zoo.values()) > 100
