@@ -90,6 +90,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--idle-wait", type=float, default=60.0, help="seconds to wait for a quiet machine first"
     )
     parser.add_argument("--env-root", default=None, help="the framework environments' folder")
+    # The zoo scripts run on the CPU (the overhead benchmark's configuration needs a device).
+    parser.set_defaults(device="cpu")
     parser.add_argument("--save", type=Path, default=None, help="write the measurement to this JSON file")
     args = parser.parse_args(argv)
     if not args.counts and args.model is None:
