@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 
 -- One invocation of `bench run` (or `bench rerun`); --resume continues an existing sweep.
 CREATE TABLE sweeps (
@@ -63,7 +63,8 @@ CREATE TABLE runs (
     config_json             TEXT NOT NULL,
     -- the outcome and its evidence
     outcome                 TEXT NOT NULL CHECK (outcome IN ('ok', 'error', 'oom', 'crash', 'timeout',
-                                'unsupported', 'unavailable', 'interrupted', 'invalid')),
+                                'unsupported', 'unavailable', 'interrupted', 'invalid', 'node_lost',
+                                'ray_oom', 'unschedulable', 'cluster_error')),
     reason                  TEXT,
     exit_code               INTEGER,
     signal_number           INTEGER,
@@ -111,7 +112,12 @@ CREATE TABLE runs (
     -- where to look and how to do it again
     run_dir                 TEXT NOT NULL,
     worker_command          TEXT NOT NULL,
-    reproduce               TEXT NOT NULL
+    reproduce               TEXT NOT NULL,
+    -- where it ran (docs/distributed.md)
+    executor                TEXT,                        -- local | ray
+    node                    TEXT,                        -- ray: the node's address and id; NULL: local
+    machine                 TEXT,                        -- fingerprint of the machine that ran it
+    packed                  INTEGER                      -- 1: --pack, shared its node with other runs
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 

@@ -44,6 +44,11 @@ class RunRecord:
     timeline: timelines.Timeline = field(default_factory=timelines.Timeline)
     cpus_allowed: int = 0
     trace: dict[str, Any] | None = None  # trace: kernels runs: backend, status, records
+    # Where it ran: the executor, the Ray node, that machine's facts (hostinfo.machine()), --pack.
+    executor: str = "local"
+    node: str | None = None
+    host: dict[str, Any] | None = None
+    packed: bool = False
 
 
 def now() -> str:
@@ -117,8 +122,12 @@ def execute(
     env_root: str | None,
     tick: Callable[[], None] | None = None,
     data_file: Path | None = None,
+    on_worker_start: Callable[[int], None] | None = None,
 ) -> RunRecord:
-    """Run one configuration to its end; always returns a record, whatever happened."""
+    """Run one configuration to its end; always returns a record, whatever happened.
+
+    ``on_worker_start(pid)`` learns the worker's pid (its process group) as soon as it exists.
+    """
     run_dir.mkdir(parents=True)
     write_spec(run_dir, config, data_file)
     python, where = envs.python_for(config.framework, env_root)
@@ -142,7 +151,7 @@ def execute(
             config.timeout,
             tick=tick,
             cpus=cpus,
-            on_start=sidecar.start if sidecar else None,
+            on_start=_started(sidecar, on_worker_start),
             on_exit=sidecar.stop if sidecar else None,
         )
         timeline = timelines.read(run_dir / SAMPLES_FILE)
@@ -154,6 +163,20 @@ def execute(
     rec.cpus_allowed = cpus_allowed
     rec.trace = tracing.collect(config, run_dir, outcome.result, trace_note)
     return rec
+
+
+def _started(
+    sidecar: Sidecar | None, on_worker_start: Callable[[int], None] | None
+) -> Callable[[int, float], None] | None:
+    if on_worker_start is None:
+        return sidecar.start if sidecar else None
+
+    def started(pid: int, t0: float) -> None:
+        on_worker_start(pid)
+        if sidecar:
+            sidecar.start(pid, t0)
+
+    return started
 
 
 def allowed_cpus(config: RunConfig) -> tuple[set[int] | None, int, str | None]:

@@ -14,7 +14,9 @@ import sqlalchemy as sa
 from orchestrator import record
 from orchestrator.config import RunConfig
 from orchestrator.db import Database
-from orchestrator.execute import execute, run_dir_for
+from orchestrator.execute import run_dir_for
+from orchestrator.executors import Executor, Job, LocalExecutor
+from orchestrator.outcomes import RUN_AGAIN_ON_RESUME
 from orchestrator.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -29,9 +31,11 @@ class SweepResult:
 
 
 def finished_hashes(db: Database, sweep_id: int) -> set[str]:
-    """Configurations of a sweep that already have a finished (not interrupted) run."""
+    """Configurations of a sweep that already have a finished run (not interrupted, no cluster fault)."""
     runs = db.runs
-    query = sa.select(runs.c.config_hash).where(runs.c.sweep_id == sweep_id, runs.c.outcome != "interrupted")
+    query = sa.select(runs.c.config_hash).where(
+        runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(RUN_AGAIN_ON_RESUME)
+    )
     return {row["config_hash"] for row in db.rows(query)}
 
 
@@ -59,24 +63,27 @@ def run_configs(
     progress: Progress,
     first_index: int = 1,
     data_files: Mapping[str, Path] | None = None,
+    executor: Executor | None = None,
 ) -> SweepResult:
-    """Run each configuration; Ctrl-C or SIGTERM stops the sweep after recording the current run."""
+    """Run each configuration and record it as it ends; Ctrl-C or SIGTERM stops the sweep, and
+    what was running is recorded `interrupted`. Local by default; any executor, one way to record."""
+    executor = executor or LocalExecutor(env_root)
     result = SweepResult(sweep_id)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     status = "finished"
+    root = runs_root / f"sweep-{sweep_id}"
+    jobs = (
+        Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
+        for index, config in enumerate(configs, start=first_index)
+    )
     try:
-        for index, config in enumerate(configs, start=first_index):
-            run_dir = run_dir_for(runs_root / f"sweep-{sweep_id}", index, config)
-            progress.begin(config, run_dir)
-            data_file = (data_files or {}).get(config.config_hash)
-            rec = execute(config, run_dir, env_root, tick=progress.tick, data_file=data_file)
+        for rec in executor.run(jobs, progress):
             run_id = record.record_run(db, sweep_id, rec)
             result.outcomes[run_id] = rec.outcome.outcome
-            progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome))
+            progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome), rec.run_dir)
             if rec.outcome.outcome == "interrupted":
                 result.interrupted = True
                 status = "interrupted"
-                break
     except KeyboardInterrupt:
         # Between runs: nothing is running, nothing half-written.
         result.interrupted = True
