@@ -20,6 +20,7 @@ from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, prep
 from orchestrator.config import RunConfig
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
+from orchestrator.executors import EXECUTORS, Executor, LocalExecutor
 from orchestrator.outcomes import OUTCOMES
 from orchestrator.progress import Progress
 from orchestrator.sweep import SweepResult, finished_hashes, latest_sweep, run_configs
@@ -77,6 +78,15 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
         sys.exit(1)
 
 
+def make_executor(name: str, address: str, pack: bool, env_dir: str | None) -> Executor:
+    """Before the sweep starts, so that a cluster that cannot be used costs nothing recorded."""
+    if name == "local":
+        return LocalExecutor(env_dir)
+    from orchestrator.ray_executor import RayExecutor  # ray is an extra: imported only when asked for
+
+    return RayExecutor(address, pack, env_dir)
+
+
 @cli.command()
 @click.option(
     "--matrix", "matrix_path", required=True, type=click.Path(dir_okay=False), help="Matrix YAML file."
@@ -94,6 +104,28 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
 @click.option(
     "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
 )
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default="local",
+    show_default=True,
+    help="local: one run at a time on this machine; ray: each run a Ray task on a cluster's nodes "
+    "(docs/distributed.md).",
+)
+@click.option(
+    "--address",
+    default="auto",
+    show_default=True,
+    envvar="RAY_ADDRESS",
+    help="With --executor ray: the cluster (HOST:6379, ray://HOST:10001, or auto: the one `ray start` "
+    "began here; env RAY_ADDRESS).",
+)
+@click.option(
+    "--pack",
+    is_flag=True,
+    help="With --executor ray: as many runs per node as its CPUs and memory allow (throughput over "
+    "timing fidelity; the report marks packed runs). Default: one run per node at a time.",
+)
 @db_option
 @env_dir_option
 def run(
@@ -103,6 +135,9 @@ def run(
     resume: bool,
     fail_on: str | None,
     runs_dir: str | None,
+    executor: str,
+    address: str,
+    pack: bool,
     db_url: str,
     env_dir: str | None,
 ) -> None:
@@ -113,7 +148,10 @@ def run(
       bench run --matrix matrices/quick.yaml
       bench run --matrix m.yaml --only framework=pytorch,model=resnet50
       bench run --matrix m.yaml --resume
+      bench run --matrix m.yaml --executor ray --address HEAD:6379
     """
+    if pack and executor != "ray":
+        raise ConfigError("--pack spreads runs over a Ray cluster's nodes: use it with --executor ray")
     m = matrix.load_matrix(Path(matrix_path))
     configs = list(m.configs)
     if only:
@@ -127,6 +165,7 @@ def run(
         return
     db = Database(db_url, create=not dry_run)
     sweep = latest_sweep(db, m.name) if resume else None
+    runner = None if dry_run else make_executor(executor, address, pack, env_dir)
     done = finished_hashes(db, sweep["id"]) if sweep else set()
     if dry_run:
         _dry_run(configs, done)
@@ -146,16 +185,21 @@ def run(
     else:
         sweep_id = record.start_sweep(db, m.name, "matrix", len(configs), str(matrix_path), m.file_hash)
     progress = Progress(len(todo))
-    result = run_configs(
-        db,
-        sweep_id,
-        todo,
-        runs_root(db_url, runs_dir),
-        env_dir,
-        progress,
-        first_index=len(configs) - len(todo) + 1,
-        data_files=data_files,
-    )
+    try:
+        result = run_configs(
+            db,
+            sweep_id,
+            todo,
+            runs_root(db_url, runs_dir),
+            env_dir,
+            progress,
+            first_index=len(configs) - len(todo) + 1,
+            data_files=data_files,
+            executor=runner,
+        )
+    finally:
+        if runner is not None:
+            runner.close()
     result.skipped = len(configs) - len(todo)
     _finish(
         result,

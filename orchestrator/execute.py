@@ -156,7 +156,7 @@ def execute(
         )
         timeline = timelines.read(run_dir / SAMPLES_FILE)
         outcome = outcomes.classify(finished, run_dir, config.timeout, timeline)
-    rec = _gather(
+    rec = gather(
         config, outcome, run_dir, started, finished, _shell_command(run_dir, env, threads, cmd), threads
     )
     rec.timeline = timeline
@@ -205,7 +205,7 @@ def sidecar_for(config: RunConfig, run_dir: Path) -> Sidecar | None:
     return Sidecar(SidecarSettings(interval, config.memory_budget), run_dir)
 
 
-def _gather(
+def gather(
     config: RunConfig,
     outcome: outcomes.Outcome,
     run_dir: Path,

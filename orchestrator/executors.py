@@ -11,7 +11,7 @@ handle: it stops what runs, yields those runs as `interrupted`, and returns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -35,7 +35,7 @@ class Job:
 class Executor(Protocol):
     name: str
 
-    def run(self, jobs: Iterable[Job], progress: Progress) -> Iterator[RunRecord]:
+    def run(self, jobs: Iterable[Job], progress: Progress) -> Generator[RunRecord, None, None]:
         """Yield each job's record as its run ends (not necessarily in order)."""
         ...
 
@@ -52,7 +52,7 @@ class LocalExecutor:
     def __init__(self, env_root: str | None) -> None:
         self.env_root = env_root
 
-    def run(self, jobs: Iterable[Job], progress: Progress) -> Iterator[RunRecord]:
+    def run(self, jobs: Iterable[Job], progress: Progress) -> Generator[RunRecord, None, None]:
         for job in jobs:
             progress.begin(job.config, job.run_dir)
             rec = execute(job.config, job.run_dir, self.env_root, tick=progress.tick, data_file=job.data_file)

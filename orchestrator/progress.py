@@ -74,8 +74,12 @@ class Progress:
         mean = sum(self.durations) / len(self.durations)
         return _clock(mean * (self.total - self.done))
 
-    def begin(self, config: RunConfig, run_dir: Path, node: str | None = None) -> None:
-        self.label, self.run_dir, self.run_start = config.label(), run_dir, time.monotonic()
+    def begin(
+        self, config: RunConfig, run_dir: Path, node: str | None = None, since: float | None = None
+    ) -> None:
+        """``since``: when it started (time.time()), where that was before we learnt of it."""
+        elapsed = max(0.0, time.time() - since) if since is not None else 0.0
+        self.label, self.run_dir, self.run_start = config.label(), run_dir, time.monotonic() - elapsed
         self.running[run_dir] = _Running(self.label, run_dir, self.run_start, node)
         self.most_at_once = max(self.most_at_once, len(self.running))
         self.started += 1

@@ -76,8 +76,9 @@ def run_configs(
         Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
         for index, config in enumerate(configs, start=first_index)
     )
+    runs = executor.run(jobs, progress)
     try:
-        for rec in executor.run(jobs, progress):
+        for rec in runs:
             run_id = record.record_run(db, sweep_id, rec)
             result.outcomes[run_id] = rec.outcome.outcome
             progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome), rec.run_dir)
@@ -89,6 +90,7 @@ def run_configs(
         result.interrupted = True
         status = "interrupted"
     finally:
+        runs.close()  # an executor stops whatever it still runs
         record.end_sweep(db, sweep_id, status)
         signal.signal(signal.SIGTERM, previous)
     return result
