@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from datetime import UTC, datetime
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from orchestrator import outcomes, ray_task
