@@ -108,6 +108,11 @@ def machine_labels(sweeps: Sequence[dict[str, Any]]) -> dict[str, str]:
     return {fp: f"{'+'.join(names)} [{_digest(fp)}]" for fp, names in hosts.items()}
 
 
+def node_machine_label(fingerprint: str) -> str:
+    """A machine known only from its runs (a Ray node): its description and hash."""
+    return f"{fingerprint.rsplit(' [', 1)[0]} [{_digest(fingerprint)}]"
+
+
 def _digest(fingerprint: str) -> str:
     match = re.search(r"\[([0-9a-f]+)\]\s*$", fingerprint)
     if match:
@@ -148,11 +153,13 @@ def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
     """
     r, s = db.runs, db.sweeps
     fields = [r.c[col].label(name) for name, col in FIELD_COLUMNS.items()]
+    # A Ray sweep's runs ran on several nodes: each run's own machine (schema 5), else its sweep's.
+    machine = sa.func.coalesce(r.c.machine, s.c.machine)
     query = (
-        sa.select(s.c.machine, r.c.config_hash, *fields, *(r.c[k] for k in RUN_METRICS))
+        sa.select(machine.label("machine"), r.c.config_hash, *fields, *(r.c[k] for k in RUN_METRICS))
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)))
-        .order_by(s.c.machine, r.c.config_hash, r.c.id)
+        .order_by(machine, r.c.config_hash, r.c.id)
     )
     groups = itertools.groupby(db.rows(query), key=lambda row: (row["machine"], row["config_hash"]))
     return [_summary(list(runs)) for _, runs in groups]

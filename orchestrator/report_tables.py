@@ -22,6 +22,7 @@ from orchestrator.report_select import (
     latest_ids,
     machine_labels,
     machine_note,
+    node_machine_label,
     sort_key,
     spread,
     summaries,
@@ -143,8 +144,10 @@ def fraction(value: float) -> str:
 def _load(sel: Selection, db: Database) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
     """The configurations' summaries with a machine label each, and the machine note if any."""
     labels = machine_labels(sel.sweeps)
-    order = {fp: i for i, fp in enumerate(labels)}  # machines in the order of their first sweep
     rows = summaries(db, sel)
+    for row in rows:  # a Ray sweep's nodes of another kind than the driver's machine
+        labels.setdefault(row["machine"], node_machine_label(row["machine"]))
+    order = {fp: i for i, fp in enumerate(labels)}  # machines in the order of their first sweep
     for row in rows:
         row["fingerprint"] = row["machine"]
         row["machine"] = labels[row["machine"]]
