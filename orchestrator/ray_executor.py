@@ -152,7 +152,7 @@ class RayExecutor:
         # On the driver's node, so that losing any other node never loses the start messages.
         here = self.ray.get_runtime_context().get_node_id()
         strategy = NodeAffinitySchedulingStrategy(here, soft=True)
-        self.queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": strategy})
+        self.queue: Any = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": strategy})
 
     def _refresh_nodes(self, force: bool = False) -> None:
         if not force and time.monotonic() - self.nodes_at < NODES_EVERY_SECONDS:
@@ -203,10 +203,20 @@ class RayExecutor:
             for ref in flights:
                 self.ray.cancel(ref, force=True)
 
+    def _starts(self) -> list[tuple[str, str, dict[str, Any], float]]:
+        if self.queue is None:
+            return []
+        try:
+            size = self.queue.size()
+            return list(self.queue.get_nowait_batch(size)) if size else []
+        except self.ray.exceptions.RayError as exc:  # its node is gone: records still carry the node
+            log.warning("progress loses track of where runs start: %s", _first_line(exc))
+            self.queue = None
+            return []
+
     def _drain_starts(self, flights: dict[Any, Flight], progress: Progress) -> None:
         by_dir = {str(f.job.run_dir): f for f in flights.values()}
-        size = self.queue.size()
-        for run_dir, node, host, at in self.queue.get_nowait_batch(size) if size else []:
+        for run_dir, node, host, at in self._starts():
             flight = by_dir.get(run_dir)
             if flight is not None and not flight.begun:
                 flight.node, flight.host, flight.begun = node, host, True
