@@ -35,6 +35,7 @@ class Reaper:
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # Ray's kill of the task's process must not take it along
         )
+        self.proc.wait()  # the reaper forked and detached; its copy reads the pipe
         self.watched: list[int] = []
 
     def _say(self, line: str) -> None:
@@ -52,7 +53,6 @@ class Reaper:
             self._say(f"done {pgid}")
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        self.proc.wait()
 
 
 def node_name() -> str:

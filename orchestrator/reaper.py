@@ -5,7 +5,8 @@ as its standard input: ``watch PGID`` and ``done PGID`` lines. When the pipe clo
 was cancelled with force, or died with its node), every group still watched gets SIGKILL. A run the
 task finished normally was already reaped by orchestrator/process.py and said ``done``.
 
-Run by path with ``python -I -S``: standard library only, nothing of bench imported, so it starts
+It detaches itself (a fork whose parent exits), since Ray kills the direct children of a task's
+process when that process ends. Run by path with ``python -I -S``: standard library only, nothing of bench imported, so it starts
 in milliseconds on any node.
 """
 
@@ -15,6 +16,10 @@ import sys
 
 
 def main() -> None:
+    # Ray kills a task process's direct children when the process exits: a reaper that Ray could
+    # kill would be no reaper. So it forks and the parent exits: the reaper lives on as an orphan.
+    if os.fork() > 0:
+        os._exit(0)
     groups = set()
     for line in sys.stdin:
         command, _, pgid = line.strip().partition(" ")
