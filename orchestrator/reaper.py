@@ -6,8 +6,8 @@ was cancelled with force, or died with its node), every group still watched gets
 task finished normally was already reaped by orchestrator/process.py and said ``done``.
 
 It detaches itself (a fork whose parent exits), since Ray kills the direct children of a task's
-process when that process ends. Run by path with ``python -I -S``: standard library only, nothing of bench imported, so it starts
-in milliseconds on any node.
+process when that process ends. Run by path with ``python -I -S``: standard library only, nothing
+of bench imported, so it starts in milliseconds on any node.
 """
 
 import os

@@ -13,7 +13,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -289,7 +288,7 @@ def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_no_worker_behind(writ
     def both_hanging() -> bool:
         for pid, run_dir in running_workers(workdir).items():
             events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-            children.update({pid: e["pid"] for e in events if e.get("event") == "child"})
+            children.update((pid, e["pid"]) for e in events if e.get("event") == "child")
         return len(children) == 2
 
     try:
