@@ -16,11 +16,11 @@ from orchestrator import matrix, record, report_cli
 from orchestrator import report as reports
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
+from orchestrator.cli_executor import executor_options, make_executor
 from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import RunConfig
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
-from orchestrator.executors import EXECUTORS, Executor, LocalExecutor
 from orchestrator.outcomes import OUTCOMES
 from orchestrator.progress import Progress
 from orchestrator.sweep import SweepResult, finished_hashes, latest_sweep, run_configs
@@ -78,15 +78,6 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
         sys.exit(1)
 
 
-def make_executor(name: str, address: str, pack: bool, env_dir: str | None) -> Executor:
-    """Before the sweep starts, so that a cluster that cannot be used costs nothing recorded."""
-    if name == "local":
-        return LocalExecutor(env_dir)
-    from orchestrator.ray_executor import RayExecutor  # ray is an extra: imported only when asked for
-
-    return RayExecutor(address, pack, env_dir)
-
-
 @cli.command()
 @click.option(
     "--matrix", "matrix_path", required=True, type=click.Path(dir_okay=False), help="Matrix YAML file."
@@ -104,28 +95,7 @@ def make_executor(name: str, address: str, pack: bool, env_dir: str | None) -> E
 @click.option(
     "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
 )
-@click.option(
-    "--executor",
-    type=click.Choice(EXECUTORS),
-    default="local",
-    show_default=True,
-    help="local: one run at a time on this machine; ray: each run a Ray task on a cluster's nodes "
-    "(docs/distributed.md).",
-)
-@click.option(
-    "--address",
-    default="auto",
-    show_default=True,
-    envvar="RAY_ADDRESS",
-    help="With --executor ray: the cluster (HOST:6379, ray://HOST:10001, or auto: the one `ray start` "
-    "began here; env RAY_ADDRESS).",
-)
-@click.option(
-    "--pack",
-    is_flag=True,
-    help="With --executor ray: as many runs per node as its CPUs and memory allow (throughput over "
-    "timing fidelity; the report marks packed runs). Default: one run per node at a time.",
-)
+@executor_options
 @db_option
 @env_dir_option
 def run(
