@@ -107,8 +107,8 @@ class Watch(Progress):
     def begin(
         self, config: RunConfig, run_dir: Path, node: str | None = None, since: float | None = None
     ) -> None:
-        if self.first_start is None:
-            self.first_start = time.monotonic()
+        if self.first_start is None:  # when the task said it started, on the node's clock (this machine's)
+            self.first_start = time.monotonic() - (time.time() - since if since else 0.0)
         super().begin(config, run_dir, node, since)
 
     def end(self, outcome: str, run_id: int, detail: str = "", run_dir: Path | None = None) -> None:

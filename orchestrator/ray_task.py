@@ -66,8 +66,8 @@ def node_name() -> str:
 def run_on_node(job: Job, env_root: str | None, packed: bool, started: Any) -> RunRecord:
     """Announce the start (``started``: a ray.util.queue.Queue), run the job, return its record."""
     node, host = node_name(), dict(hostinfo.machine())
-    try:
-        started.put_nowait((str(job.run_dir), node, host, time.time()))
+    try:  # not waited for: the run must not wait for the queue actor (slow to start at first)
+        started.actor.put_nowait.remote((str(job.run_dir), node, host, time.time()))
     except Exception as exc:  # the progress line loses the node; the record still carries it
         log.warning("could not announce the start of %s: %s", job.run_dir, exc)
     reaper = Reaper()
