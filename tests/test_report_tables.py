@@ -66,6 +66,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         run_sweep(path, folder / matrix)
     conn = sqlite3.connect(path)
     conn.execute("UPDATE sweeps SET machine = ?, host = 'otherhost' WHERE id = 3", (OTHER_MACHINE,))
+    conn.execute("UPDATE runs SET machine = ? WHERE sweep_id = 3", (OTHER_MACHINE,))  # where each ran
     conn.commit()
     conn.close()
     return path
