@@ -330,3 +330,20 @@ def test_pack_needs_the_ray_executor(cli, write_matrix, workdir):
     write_matrix(FAULTS)
     result = cli("run", "--matrix", "m.yaml", "--pack")
     assert result.exit_code == 1 and "--executor ray" in result.output
+
+
+def test_a_cluster_without_bench_slots_is_refused_in_one_line(write_matrix, workdir):
+    write_matrix(FAULTS)
+    bare = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 1})
+    address = bare.address
+    try:
+        args = ["run", "--matrix", "m.yaml", "--executor", "ray", "--address", address]
+        done = subprocess.run(bench_command(*args), cwd=workdir, capture_output=True, text=True)
+    finally:
+        bare.shutdown()
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"error: no node of the Ray cluster at {address} offers the bench_slot resource: start each "
+        """node with --resources '{"bench_slot": 1}' (one run per node at a time), or pass --pack"""
+    ]
+    assert query(workdir / "bench.db", "SELECT count(*) FROM sweeps") == [(0,)]
