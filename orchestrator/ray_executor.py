@@ -10,6 +10,7 @@ what the run needs (`unschedulable`), anything else Ray raised (`cluster_error`)
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import time
 from collections.abc import Generator, Iterable, Iterator
@@ -64,6 +65,12 @@ def import_ray() -> Any:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _node_in(message: str) -> str | None:
+    """The node Ray's error message names (its address and id), for a task that never said."""
+    match = re.search(r"IP: ([\w.:-]+), (?:node )?ID: ([0-9a-f]{12})", message)
+    return f"{match.group(1)} {match.group(2)}" if match else None
 
 
 def check_reachable(address: str) -> None:
@@ -236,7 +243,7 @@ class RayExecutor:
 
     def _fault(self, exc: BaseException, flight: Flight) -> outcomes.Outcome:
         errors = self.ray.exceptions
-        node = flight.node or "a node it never reported"
+        node = flight.node or _node_in(str(exc)) or "(not reported)"
         gone = flight.node is not None and not any(
             n["NodeID"].startswith(flight.node.rsplit(" ", 1)[-1]) for n in self.nodes
         )

@@ -347,3 +347,35 @@ def test_a_cluster_without_bench_slots_is_refused_in_one_line(write_matrix, work
         """node with --resources '{"bench_slot": 1}' (one run per node at a time), or pass --pack"""
     ]
     assert query(workdir / "bench.db", "SELECT count(*) FROM sweeps") == [(0,)]
+
+
+def test_a_task_killed_by_rays_memory_monitor_is_ray_oom(write_matrix, workdir):
+    """A node whose memory monitor acts at 2% of memory in use: Ray's own monitor, for real, kills
+    the task (and the queue actor beside it) as a node short of memory would."""
+    write_matrix(
+        """
+        name: ooms
+        settings: {dataset_size: 32, batch_size: 8, epochs: 1, warmup_steps: 0, hold_seconds: 60}
+        axes:
+          framework: [fault]
+          fault: [hold]
+        """
+    )
+    monitor = {"RAY_memory_usage_threshold": "0.02", "RAY_memory_monitor_refresh_ms": "200"}
+    head = {"num_cpus": 1, "resources": SLOT, "env_vars": monitor}
+    tight = Cluster(initialize_head=True, connect=False, head_node_args=head)
+    try:
+        args = ["run", "--matrix", "m.yaml", "--executor", "ray", "--address", tight.address]
+        done = subprocess.run(bench_command(*args), cwd=workdir, capture_output=True, text=True, timeout=180)
+    finally:
+        tight.shutdown()
+    assert done.returncode == 0, done.stderr
+    [(outcome, exception_type, reason)] = query(
+        workdir / "bench.db", "SELECT outcome, exception_type, reason FROM runs"
+    )
+    assert (outcome, exception_type) == ("ray_oom", "OutOfMemoryError")
+    assert (
+        reason.startswith("Ray's memory monitor killed the task on node ")
+        and "running low on memory" in reason
+    )
+    assert not running_workers(workdir)
