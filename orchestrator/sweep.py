@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from orchestrator import record
 from orchestrator.config import RunConfig
 from orchestrator.db import Database
-from orchestrator.execute import run_dir_for
+from orchestrator.execute import RunRecord, run_dir_for
 from orchestrator.executors import Executor, Job, LocalExecutor
 from orchestrator.outcomes import RUN_AGAIN_ON_RESUME
 from orchestrator.progress import Progress
@@ -70,7 +70,7 @@ def run_configs(
     executor = executor or LocalExecutor(env_root)
     result = SweepResult(sweep_id)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    status = "finished"
+    status = "interrupted"
     root = runs_root / f"sweep-{sweep_id}"
     jobs = (
         Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
@@ -78,22 +78,43 @@ def run_configs(
     )
     runs = executor.run(jobs, progress)
     try:
-        for rec in runs:
-            run_id = record.record_run(db, sweep_id, rec)
-            result.outcomes[run_id] = rec.outcome.outcome
-            progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome), rec.run_dir)
-            if rec.outcome.outcome == "interrupted":
-                result.interrupted = True
-                status = "interrupted"
-    except KeyboardInterrupt:
-        # Between runs: nothing is running, nothing half-written.
+        try:
+            _record_all(db, sweep_id, runs, progress, result)
+        except KeyboardInterrupt:
+            # Here, not in the executor: while a run was being recorded, or between runs. The
+            # executor is told, stops what it still runs and yields those runs as interrupted.
+            result.interrupted = True
+            _record_all(db, sweep_id, _stopped(runs), progress, result)
+        status = "interrupted" if result.interrupted else "finished"
+    except KeyboardInterrupt:  # a second one while the stopped runs were recorded
         result.interrupted = True
-        status = "interrupted"
     finally:
         runs.close()  # an executor stops whatever it still runs
         record.end_sweep(db, sweep_id, status)
         signal.signal(signal.SIGTERM, previous)
     return result
+
+
+def _record_all(
+    db: Database, sweep_id: int, runs: Iterator[RunRecord], progress: Progress, result: SweepResult
+) -> None:
+    for rec in runs:
+        run_id = record.record_run(db, sweep_id, rec)
+        result.outcomes[run_id] = rec.outcome.outcome
+        progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome), rec.run_dir)
+        if rec.outcome.outcome == "interrupted":
+            result.interrupted = True
+
+
+def _stopped(runs: Generator[RunRecord, None, None]) -> Iterator[RunRecord]:
+    """What an executor yields once interrupted: the runs it stopped (none for the local one,
+    which was between runs)."""
+    try:
+        rec = runs.throw(KeyboardInterrupt())
+    except (KeyboardInterrupt, StopIteration):
+        return
+    yield rec
+    yield from runs
 
 
 def _detail(outcome) -> str:
