@@ -98,6 +98,12 @@ def latest_ids(db: Database, sel: Selection) -> Any:
 # --- machines ---------------------------------------------------------------------------------
 
 
+def run_machine(db: Database) -> Any:
+    """The machine a run ran on: its own fingerprint (schema 5; a Ray sweep's runs ran on several
+    nodes), else its sweep's. Queries using it join runs to sweeps."""
+    return sa.func.coalesce(db.runs.c.machine, db.sweeps.c.machine)
+
+
 def machine_labels(sweeps: Sequence[dict[str, Any]]) -> dict[str, str]:
     """A short name per machine fingerprint: its host name(s) and the fingerprint's hash."""
     hosts: dict[str, list[str]] = {}
@@ -153,8 +159,7 @@ def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
     """
     r, s = db.runs, db.sweeps
     fields = [r.c[col].label(name) for name, col in FIELD_COLUMNS.items()]
-    # A Ray sweep's runs ran on several nodes: each run's own machine (schema 5), else its sweep's.
-    machine = sa.func.coalesce(r.c.machine, s.c.machine)
+    machine = run_machine(db)
     query = (
         sa.select(machine.label("machine"), r.c.config_hash, *fields, *(r.c[k] for k in RUN_METRICS))
         .join(s, s.c.id == r.c.sweep_id)

@@ -23,6 +23,7 @@ from orchestrator.report_select import (
     machine_labels,
     machine_note,
     node_machine_label,
+    run_machine,
     sort_key,
     spread,
     summaries,
@@ -381,7 +382,7 @@ def _accuracies(
     """Validation accuracy of ok runs at the epochs asked for, every repeat, by machine and config."""
     e, r, s = db.epochs, db.runs, db.sweeps
     query = (
-        sa.select(s.c.machine, r.c.config_hash, e.c.epoch, e.c.val_accuracy)
+        sa.select(run_machine(db).label("machine"), r.c.config_hash, e.c.epoch, e.c.val_accuracy)
         .join(r, r.c.id == e.c.run_id)
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)), r.c.outcome == "ok", e.c.epoch.in_(epochs))

@@ -161,6 +161,22 @@ def test_default_is_the_latest_sweep_and_machines_are_never_pooled(db):
     assert "machines" not in one and "otherhost" not in one
 
 
+def test_runs_of_one_sweep_on_two_kinds_of_node_are_never_pooled(db, tmp_path):
+    """A Ray sweep: each run carries its node's fingerprint (runs.machine), not only the sweep's."""
+    copy = tmp_path / "ray.db"
+    conn = sqlite3.connect(copy)
+    source = sqlite3.connect(db)
+    source.backup(conn)  # the fixture's database is in WAL mode: a file copy could miss pages
+    source.close()
+    conn.execute("UPDATE runs SET machine = ? WHERE sweep_id = 1 AND id % 2 = 0", (OTHER_MACHINE,))
+    conn.commit()
+    conn.close()
+    rows = records(copy, "--table", "comparison", "--sweep", "1")
+    assert {r["machine"].endswith("[0badc0de]") for r in rows} == {True, False}
+    out = bench(copy, "report", "--table", "comparison", "--sweep", "1").output
+    assert "note: these results come from 2 machines" in out and "Other CPU x64, 512 GiB [0badc0de]" in out
+
+
 def test_where_filters_every_table(db):
     rows = records(db, "--table", "comparison", "--sweep", "1", "--where", "dataset_size=64,device=cuda")
     assert {(r["dataset_size"], r["device"]) for r in rows} == {(64, "cuda")} and len(rows) == 2
