@@ -280,7 +280,10 @@ axes:
 """
 
 
-def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_no_worker_behind(write_matrix, workdir, cluster):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_no_worker_behind(
+    write_matrix, workdir, cluster, sig
+):
     write_matrix(HANGS)
     proc = start(workdir, "run", "--matrix", "m.yaml", "--executor", "ray", "--address", cluster.address)
     children: dict[int, int] = {}
@@ -293,7 +296,7 @@ def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_no_worker_behind(writ
 
     try:
         wait_for(both_hanging, timeout=120)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
