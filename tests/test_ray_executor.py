@@ -382,3 +382,35 @@ def test_a_task_killed_by_rays_memory_monitor_is_ray_oom(write_matrix, workdir):
         and "running low on memory" in reason
     )
     assert not running_workers(workdir)
+
+
+def test_a_node_without_the_frameworks_environment_records_unavailable_with_the_node(
+    cli, write_matrix, workdir, cluster
+):
+    write_matrix(
+        """
+        name: no-env
+        settings: {model: small_cnn, dataset_size: 32, batch_size: 8, epochs: 1, warmup_steps: 0}
+        axes:
+          framework: [pytorch, tensorflow]
+        """
+    )
+    empty = workdir / "no-envs"
+    empty.mkdir()
+    args = (
+        "run",
+        "--matrix",
+        "m.yaml",
+        "--executor",
+        "ray",
+        "--address",
+        cluster.address,
+        "--env-dir",
+        str(empty),
+    )
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    rows = query(workdir / "bench.db", "SELECT framework, outcome, node, reason FROM runs")
+    assert {(r[0], r[1]) for r in rows} == {("pytorch", "unavailable"), ("tensorflow", "unavailable")}
+    for _, _, node, reason in rows:
+        assert reason.startswith(f"on node {node}: ") and "bench env setup" in reason, reason
