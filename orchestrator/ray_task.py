@@ -40,8 +40,11 @@ class Reaper:
 
     def _say(self, line: str) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError as exc:  # the reaper is gone (killed by hand): the run goes on unguarded
+            log.warning("the reaper did not take %r: %s", line, exc)
 
     def watch(self, pgid: int) -> None:
         self.watched.append(pgid)
@@ -52,7 +55,10 @@ class Reaper:
         for pgid in self.watched if finished else []:
             self._say(f"done {pgid}")
         assert self.proc.stdin is not None
-        self.proc.stdin.close()
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
 
 
 def node_name() -> str:
