@@ -243,7 +243,9 @@ class RayExecutor:
 
     def _fault(self, exc: BaseException, flight: Flight) -> outcomes.Outcome:
         errors = self.ray.exceptions
-        node = flight.node or _node_in(str(exc)) or "(not reported)"
+        # A task killed soon after it started may not have announced itself: Ray's message names it.
+        flight.node = flight.node or _node_in(str(exc))
+        node = flight.node or "(not reported)"
         gone = flight.node is not None and not any(
             n["NodeID"].startswith(flight.node.rsplit(" ", 1)[-1]) for n in self.nodes
         )
