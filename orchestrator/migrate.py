@@ -88,6 +88,8 @@ def _widen_outcome_check(conn: Connection, statements: list[str]) -> None:
     SQLite cannot ALTER a CHECK constraint; rewriting its text in sqlite_master is the documented
     way for a change that leaves every stored row valid (a longer list of allowed values does).
     """
+    if conn.dialect.name != "sqlite":  # PostgreSQL: ALTER TABLE ... DROP/ADD CONSTRAINT instead
+        return
     wanted = OUTCOME_CHECK.search(tables_in(statements)["runs"][0])
     stored = conn.exec_driver_sql(
         "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'runs'"
