@@ -300,7 +300,12 @@ class RayExecutor:
     def _interrupt(self, flights: dict[Any, Flight], progress: Progress) -> Iterator[RunRecord]:
         """Cancel every task (force: Ray kills its process, the reaper the run's group); record
         the ones that had started as interrupted. The ones still waiting leave no row, like the
-        configurations the sweep had not reached."""
+        configurations the sweep had not reached. Those that had already finished are recorded
+        as they finished."""
+        self._drain_starts(flights, progress)
+        done, _ = self.ray.wait(list(flights), num_returns=len(flights), timeout=0) if flights else ([], [])
+        for ref in done:
+            yield self._collect(ref, flights.pop(ref), progress)
         for ref in flights:
             self.ray.cancel(ref, force=True)
         self._drain_starts(flights, progress)
