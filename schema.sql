@@ -63,7 +63,8 @@ CREATE TABLE runs (
     config_json             TEXT NOT NULL,
     -- the outcome and its evidence
     outcome                 TEXT NOT NULL CHECK (outcome IN ('ok', 'error', 'oom', 'crash', 'timeout',
-                                'unsupported', 'unavailable', 'interrupted', 'invalid')),
+                                'unsupported', 'unavailable', 'interrupted', 'invalid', 'node_lost',
+                                'ray_oom', 'unschedulable', 'cluster_error')),
     reason                  TEXT,
     exit_code               INTEGER,
     signal_number           INTEGER,
@@ -116,7 +117,12 @@ CREATE TABLE runs (
     gpu_energy_source       TEXT,                        -- NVML total energy counter | NVML power,
                                                          -- integrated | none: why there is no figure
     gpu_joules_per_epoch    REAL,                        -- median over the timed epochs
-    gpu_joules_per_image    REAL                         -- median over the timed epochs
+    gpu_joules_per_image    REAL,                        -- median over the timed epochs
+    -- where it ran (docs/distributed.md)
+    executor                TEXT,                        -- local | ray
+    node                    TEXT,                        -- ray: the node's address and id; NULL: local
+    machine                 TEXT,                        -- fingerprint of the machine that ran it
+    packed                  INTEGER                      -- 1: --pack, shared its node with other runs
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 

@@ -16,6 +16,7 @@ from orchestrator import matrix, record, report_cli
 from orchestrator import report as reports
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
+from orchestrator.cli_executor import executor_options, make_executor
 from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import RunConfig
 from orchestrator.db import Database
@@ -94,6 +95,7 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
 @click.option(
     "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
 )
+@executor_options
 @db_option
 @env_dir_option
 def run(
@@ -103,6 +105,9 @@ def run(
     resume: bool,
     fail_on: str | None,
     runs_dir: str | None,
+    executor: str,
+    address: str,
+    pack: bool,
     db_url: str,
     env_dir: str | None,
 ) -> None:
@@ -113,7 +118,10 @@ def run(
       bench run --matrix matrices/quick.yaml
       bench run --matrix m.yaml --only framework=pytorch,model=resnet50
       bench run --matrix m.yaml --resume
+      bench run --matrix m.yaml --executor ray --address HEAD:6379
     """
+    if pack and executor != "ray":
+        raise ConfigError("--pack spreads runs over a Ray cluster's nodes: use it with --executor ray")
     m = matrix.load_matrix(Path(matrix_path))
     configs = list(m.configs)
     if only:
@@ -127,6 +135,7 @@ def run(
         return
     db = Database(db_url, create=not dry_run)
     sweep = latest_sweep(db, m.name) if resume else None
+    runner = None if dry_run else make_executor(executor, address, pack, env_dir)
     done = finished_hashes(db, sweep["id"]) if sweep else set()
     if dry_run:
         _dry_run(configs, done)
@@ -146,16 +155,21 @@ def run(
     else:
         sweep_id = record.start_sweep(db, m.name, "matrix", len(configs), str(matrix_path), m.file_hash)
     progress = Progress(len(todo))
-    result = run_configs(
-        db,
-        sweep_id,
-        todo,
-        runs_root(db_url, runs_dir),
-        env_dir,
-        progress,
-        first_index=len(configs) - len(todo) + 1,
-        data_files=data_files,
-    )
+    try:
+        result = run_configs(
+            db,
+            sweep_id,
+            todo,
+            runs_root(db_url, runs_dir),
+            env_dir,
+            progress,
+            first_index=len(configs) - len(todo) + 1,
+            data_files=data_files,
+            executor=runner,
+        )
+    finally:
+        if runner is not None:
+            runner.close()
     result.skipped = len(configs) - len(todo)
     _finish(
         result,

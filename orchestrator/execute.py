@@ -44,6 +44,11 @@ class RunRecord:
     timeline: timelines.Timeline = field(default_factory=timelines.Timeline)
     cpus_allowed: int = 0
     trace: dict[str, Any] | None = None  # trace: kernels runs: backend, status, records
+    # Where it ran: the executor, the Ray node, that machine's facts (hostinfo.machine()), --pack.
+    executor: str = "local"
+    node: str | None = None
+    host: dict[str, Any] | None = None
+    packed: bool = False
 
 
 def now() -> str:
@@ -117,8 +122,12 @@ def execute(
     env_root: str | None,
     tick: Callable[[], None] | None = None,
     data_file: Path | None = None,
+    on_worker_start: Callable[[int], None] | None = None,
 ) -> RunRecord:
-    """Run one configuration to its end; always returns a record, whatever happened."""
+    """Run one configuration to its end; always returns a record, whatever happened.
+
+    ``on_worker_start(pid)`` learns the worker's pid (its process group) as soon as it exists.
+    """
     run_dir.mkdir(parents=True)
     write_spec(run_dir, config, data_file)
     python, where = envs.python_for(config.framework, env_root)
@@ -142,18 +151,32 @@ def execute(
             config.timeout,
             tick=tick,
             cpus=cpus,
-            on_start=sidecar.start if sidecar else None,
+            on_start=_started(sidecar, on_worker_start),
             on_exit=sidecar.stop if sidecar else None,
         )
         timeline = timelines.read(run_dir / SAMPLES_FILE)
         outcome = outcomes.classify(finished, run_dir, config.timeout, timeline)
-    rec = _gather(
+    rec = gather(
         config, outcome, run_dir, started, finished, _shell_command(run_dir, env, threads, cmd), threads
     )
     rec.timeline = timeline
     rec.cpus_allowed = cpus_allowed
     rec.trace = tracing.collect(config, run_dir, outcome.result, trace_note)
     return rec
+
+
+def _started(
+    sidecar: Sidecar | None, on_worker_start: Callable[[int], None] | None
+) -> Callable[[int, float], None] | None:
+    if on_worker_start is None:
+        return sidecar.start if sidecar else None
+
+    def started(pid: int, t0: float) -> None:
+        on_worker_start(pid)
+        if sidecar:
+            sidecar.start(pid, t0)
+
+    return started
 
 
 def allowed_cpus(config: RunConfig) -> tuple[set[int] | None, int, str | None]:
@@ -182,7 +205,7 @@ def sidecar_for(config: RunConfig, run_dir: Path) -> Sidecar | None:
     return Sidecar(SidecarSettings(interval, config.memory_budget), run_dir)
 
 
-def _gather(
+def gather(
     config: RunConfig,
     outcome: outcomes.Outcome,
     run_dir: Path,

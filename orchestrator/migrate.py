@@ -87,6 +87,7 @@ def upgrade(conn: Connection, statements: list[str], found: int, expected: int, 
                     conn.exec_driver_sql(postgres.add_column_sql(portable.tables[table].c[name], conn))
                 else:
                     conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {definition}")
+    _widen_outcome_check(conn, statements)
     for statement in statements:
         if statement.upper().startswith("CREATE INDEX"):
             conn.exec_driver_sql(statement.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
@@ -95,3 +96,44 @@ def upgrade(conn: Connection, statements: list[str], found: int, expected: int, 
     else:
         conn.exec_driver_sql(f"PRAGMA user_version = {expected}")
     log.warning("%s: upgraded the database from schema version %d to %d", where, found, expected)
+
+
+OUTCOME_CHECK = re.compile(r"CHECK\s*\(\s*outcome\s+IN\s*\([^)]*\)\s*\)", re.I)
+
+
+def _widen_outcome_check(conn: Connection, statements: list[str]) -> None:
+    """Give runs.outcome the schema's list of outcomes (version 5 added the cluster outcomes).
+
+    SQLite cannot ALTER a CHECK constraint; rewriting its text in sqlite_master is the documented
+    way for a change that leaves every stored row valid (a longer list of allowed values does).
+    """
+    wanted = OUTCOME_CHECK.search(tables_in(statements)["runs"][0])
+    if wanted is not None and conn.dialect.name == "postgresql":
+        _widen_outcome_check_postgres(conn, wanted.group(0))
+        return
+    if conn.dialect.name != "sqlite":
+        return
+    stored = conn.exec_driver_sql(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'runs'"
+    ).scalar()
+    found = OUTCOME_CHECK.search(stored or "")
+    if wanted is None or found is None or found.group(0) == wanted.group(0):
+        return
+    version = conn.exec_driver_sql("PRAGMA schema_version").scalar() or 0
+    conn.exec_driver_sql("PRAGMA writable_schema = ON")
+    conn.exec_driver_sql(
+        "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'runs'",
+        (OUTCOME_CHECK.sub(lambda _m: wanted.group(0), str(stored), count=1),),
+    )
+    conn.exec_driver_sql(f"PRAGMA schema_version = {version + 1}")
+    conn.exec_driver_sql("PRAGMA writable_schema = OFF")
+
+
+def _widen_outcome_check_postgres(conn: Connection, check: str) -> None:
+    """PostgreSQL alters constraints in place: drop the outcome CHECK and add the schema's."""
+    names = conn.exec_driver_sql(
+        "SELECT conname FROM pg_constraint WHERE conrelid = 'runs'::regclass AND contype = 'c' "
+        "AND pg_get_constraintdef(oid) LIKE '%outcome%'"
+    ).scalars()
+    drops = [f"DROP CONSTRAINT {name}" for name in names]
+    conn.exec_driver_sql(f"ALTER TABLE runs {', '.join([*drops, f'ADD CONSTRAINT runs_outcome_check {check}'])}")

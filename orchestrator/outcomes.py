@@ -26,7 +26,15 @@ OUTCOMES = (
     "unavailable",
     "interrupted",
     "invalid",
+    # Faults of a Ray cluster (docs/distributed.md); like interrupted, --resume runs them again.
+    "node_lost",
+    "ray_oom",
+    "unschedulable",
+    "cluster_error",
 )
+CLUSTER_OUTCOMES = ("node_lost", "ray_oom", "unschedulable", "cluster_error")
+# Outcomes that say nothing about the configuration, only about how its run was stopped.
+RUN_AGAIN_ON_RESUME = ("interrupted", *CLUSTER_OUTCOMES)
 WORKER_STATUSES = {"ok", "error", "oom", "unsupported", "unavailable"}
 STDERR_TAIL_BYTES = 8192
 # What frameworks print when they run out of memory without raising a Python exception.

@@ -44,6 +44,10 @@ OUTCOME_COLOURS = {
     "unavailable": "#e8e8e8",
     "interrupted": "#90caf9",
     "invalid": "#f48fb1",
+    "node_lost": "#5c6bc0",
+    "ray_oom": "#7e57c2",
+    "unschedulable": "#b0bec5",
+    "cluster_error": "#8d6e63",
 }
 NOT_RUN = "#ffffff"
 # Phase bands: setup greys, warm-up and epochs blues (alternating, so epochs stay apart), eval green.

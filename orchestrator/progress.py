@@ -6,6 +6,7 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -34,19 +35,33 @@ def _last_event(path: Path) -> dict | None:
     return None
 
 
+@dataclass
+class _Running:
+    label: str
+    run_dir: Path
+    start: float
+    node: str | None
+
+
 class Progress:
-    """done/total, the current configuration and what it is doing, elapsed time and ETA."""
+    """done/total, what runs where and what it is doing, elapsed time and ETA.
+
+    The local executor runs one configuration at a time; the Ray executor several, each on a node
+    (``node``), so the lines name the node and the ETA comes from the sweep's throughput.
+    """
 
     def __init__(
         self, total: int, stream: TextIO | None = None, live: bool | None = None, follow: bool = False
     ) -> None:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
-        self.total, self.done = total, 0
+        self.total, self.done, self.started = total, 0, 0
         self.start = time.monotonic()
         self.durations: list[float] = []
         self.follow = follow
         self._offsets: dict[Path, int] = {}
+        self.running: dict[Path, _Running] = {}
+        self.most_at_once = 0
         self.label = ""
         self.run_dir: Path | None = None
         self.run_start = self.start
@@ -54,13 +69,24 @@ class Progress:
     def _eta(self) -> str:
         if not self.durations:
             return "?"
+        if self.most_at_once > 1:  # runs overlap: the rate of the sweep so far, not the mean run
+            return _clock((time.monotonic() - self.start) / self.done * (self.total - self.done))
         mean = sum(self.durations) / len(self.durations)
         return _clock(mean * (self.total - self.done))
 
-    def begin(self, config: RunConfig, run_dir: Path) -> None:
-        self.label, self.run_dir, self.run_start = config.label(), run_dir, time.monotonic()
+    def begin(
+        self, config: RunConfig, run_dir: Path, node: str | None = None, since: float | None = None
+    ) -> None:
+        """``since``: when it started (time.time()), where that was before we learnt of it."""
+        elapsed = max(0.0, time.time() - since) if since is not None else 0.0
+        self.label, self.run_dir, self.run_start = config.label(), run_dir, time.monotonic() - elapsed
+        self.running[run_dir] = _Running(self.label, run_dir, self.run_start, node)
+        self.most_at_once = max(self.most_at_once, len(self.running))
+        self.started += 1
         if not self.live:
-            self._line(f"[{self.done + 1}/{self.total}] {self.label}: running")
+            self._line(
+                f"[{self.started}/{self.total}] {self.label}: running" + (f" on {node}" if node else "")
+            )
         self.tick()
 
     def tick(self) -> None:
@@ -68,6 +94,19 @@ class Progress:
             self._echo_logs()
         if not self.live:
             return
+        text = (
+            f"[{self.done}/{self.total}] {_clock(time.monotonic() - self.start)} elapsed, "
+            f"ETA {self._eta()} | {self._what()}"
+        )
+        width = shutil.get_terminal_size((100, 20)).columns
+        self.stream.write("\r\x1b[2K" + text[: width - 1])
+        self.stream.flush()
+
+    def _what(self) -> str:
+        if len(self.running) > 1 or any(r.node for r in self.running.values()):
+            return f"{len(self.running)} running: " + ", ".join(
+                f"{r.label} on {r.node}" for r in self.running.values()
+            )
         where = ""
         event = _last_event(self.run_dir / "events.jsonl") if self.run_dir else None
         if event:
@@ -78,21 +117,21 @@ class Progress:
                     if event["epoch"]
                     else f"warmup step {event['step']}"
                 )
-        text = (
-            f"[{self.done}/{self.total}] {_clock(time.monotonic() - self.start)} elapsed, "
-            f"ETA {self._eta()} | {self.label} {where}"
-        )
-        width = shutil.get_terminal_size((100, 20)).columns
-        self.stream.write("\r\x1b[2K" + text[: width - 1])
-        self.stream.flush()
+        return f"{self.label} {where}"
 
-    def end(self, outcome: str, run_id: int, detail: str = "") -> None:
+    def end(self, outcome: str, run_id: int, detail: str = "", run_dir: Path | None = None) -> None:
         if self.follow and self.run_dir is not None:
             self._echo_logs()
+        key = run_dir if run_dir in self.running else next(reversed(self.running), None)
+        entry = (
+            self.running.pop(key) if key is not None else _Running(self.label, Path(), self.run_start, None)
+        )
         self.done += 1
-        self.durations.append(time.monotonic() - self.run_start)
-        seconds = time.monotonic() - self.run_start
-        text = f"[{self.done}/{self.total}] {self.label}: {outcome} in {seconds:.1f} s (run {run_id}){detail}"
+        seconds = time.monotonic() - entry.start
+        self.durations.append(seconds)
+        node = f" on {entry.node}" if entry.node else ""
+        text = f"[{self.done}/{self.total}] {entry.label}: {outcome} in {seconds:.1f} s (run {run_id})"
+        text += node + detail
         if self.live:
             self.stream.write("\r\x1b[2K")
         self._line(text)

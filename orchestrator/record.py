@@ -83,6 +83,10 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
         run_dir=str(rec.run_dir),
         worker_command=rec.worker_command,
         reproduce="",  # needs the run id; set after insert
+        executor=rec.executor,
+        node=rec.node,
+        machine=hostinfo.fingerprint(rec.host or hostinfo.machine()),
+        packed=int(rec.packed),
     )
     row.update(where_it_died(rec.events))
     row.update(summarise(rec.epochs))
@@ -109,7 +113,7 @@ def _environment_row(run_id: int, rec: RunRecord) -> dict[str, Any]:
         (e for e in reversed(rec.events) if e.get("event") == "setup"), {}
     )
     start = next((e for e in rec.events if e.get("event") == "start"), {})
-    host = hostinfo.machine()
+    host = rec.host or hostinfo.machine()  # a Ray run: the node's, as the node saw itself
     known = {"framework_version", "threads", "cuda_version", "event", "t"}
     return {
         "run_id": run_id,

@@ -68,11 +68,16 @@ def _epoch_seconds(row: dict[str, Any]) -> str:
     text = number(median)
     if row.get("repeats", 1) > 1 or row.get("epochs", 1) > 1:
         text += f" ({number(row['min_epoch_seconds'])}–{number(row['max_epoch_seconds'])})"
-    return text + TRACED_MARK if row.get("trace") == "kernels" else text
+    text += TRACED_MARK if row.get("trace") == "kernels" else ""
+    return text + PACKED_MARK if row.get("packed") else text
 
 
 TRACED_MARK = " *"
 TRACED_NOTE = "* traced (trace: kernels): timings perturbed by the profiler; bench report --kernels"
+PACKED_MARK = " +"
+PACKED_NOTE = (
+    "+ packed (--pack): shared its node with other runs; timings not comparable (docs/distributed.md)"
+)
 
 
 def _ms_per_image(row: dict[str, Any]) -> str:
@@ -104,6 +109,7 @@ RESULT_COLUMNS = [
 
 RESULT_KEYS = {c.key for c in RESULT_COLUMNS} | {
     "trace",
+    "packed",
     "fault",
     "repeats",
     "epochs",
@@ -177,6 +183,7 @@ def results(
     if crashes and not rows:
         return f"{head}\nevery configuration ended ok"
     note = f"\n{TRACED_NOTE}" if any(r.get("trace") == "kernels" for r in rows) and not crashes else ""
+    note += f"\n{PACKED_NOTE}" if any(r.get("packed") for r in rows) and not crashes else ""
     return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
 
 
@@ -219,6 +226,9 @@ def inspect_text(data: dict[str, Any]) -> str:
         "wall_seconds",
         "started_at",
         "ended_at",
+        "executor",
+        "node",
+        "packed",
     ):
         if run.get(key) is not None:
             lines.append(f"  {key}: {run[key]}")

@@ -23,6 +23,7 @@ from orchestrator.report_select import (
     Selection,
     latest_ids,
     machine_labels,
+    run_machine,
     selection,
     sort_key,
 )
@@ -38,7 +39,7 @@ def _runs(db: Database, sel: Selection) -> list[dict[str, Any]]:
     r, s = db.runs, db.sweeps
     fields = [r.c[column].label(name) for name, column in FIELD_COLUMNS.items()]
     query = (
-        sa.select(s.c.machine, *fields, *(r.c[k] for k in RUN_COLUMNS))
+        sa.select(run_machine(db).label("machine"), *fields, *(r.c[k] for k in RUN_COLUMNS))
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)), r.c.trace == "kernels")
         .order_by(r.c.id)

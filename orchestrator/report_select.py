@@ -98,6 +98,12 @@ def latest_ids(db: Database, sel: Selection) -> Any:
 # --- machines ---------------------------------------------------------------------------------
 
 
+def run_machine(db: Database) -> Any:
+    """The machine a run ran on: its own fingerprint (schema 5; a Ray sweep's runs ran on several
+    nodes), else its sweep's. Queries using it join runs to sweeps."""
+    return sa.func.coalesce(db.runs.c.machine, db.sweeps.c.machine)
+
+
 def machine_labels(sweeps: Sequence[dict[str, Any]]) -> dict[str, str]:
     """A short name per machine fingerprint: its host name(s) and the fingerprint's hash."""
     hosts: dict[str, list[str]] = {}
@@ -106,6 +112,11 @@ def machine_labels(sweeps: Sequence[dict[str, Any]]) -> dict[str, str]:
         if s["host"] not in names:
             names.append(s["host"])
     return {fp: f"{'+'.join(names)} [{_digest(fp)}]" for fp, names in hosts.items()}
+
+
+def node_machine_label(fingerprint: str) -> str:
+    """A machine known only from its runs (a Ray node): its description and hash."""
+    return f"{fingerprint.rsplit(' [', 1)[0]} [{_digest(fingerprint)}]"
 
 
 def _digest(fingerprint: str) -> str:
@@ -148,11 +159,12 @@ def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
     """
     r, s = db.runs, db.sweeps
     fields = [r.c[col].label(name) for name, col in FIELD_COLUMNS.items()]
+    machine = run_machine(db)
     query = (
-        sa.select(s.c.machine, r.c.config_hash, *fields, *(r.c[k] for k in RUN_METRICS))
+        sa.select(machine.label("machine"), r.c.config_hash, *fields, *(r.c[k] for k in RUN_METRICS))
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)))
-        .order_by(s.c.machine, r.c.config_hash, r.c.id)
+        .order_by(machine, r.c.config_hash, r.c.id)
     )
     groups = itertools.groupby(db.rows(query), key=lambda row: (row["machine"], row["config_hash"]))
     return [_summary(list(runs)) for _, runs in groups]

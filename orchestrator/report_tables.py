@@ -22,6 +22,8 @@ from orchestrator.report_select import (
     latest_ids,
     machine_labels,
     machine_note,
+    node_machine_label,
+    run_machine,
     sort_key,
     spread,
     summaries,
@@ -143,8 +145,10 @@ def fraction(value: float) -> str:
 def _load(sel: Selection, db: Database) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
     """The configurations' summaries with a machine label each, and the machine note if any."""
     labels = machine_labels(sel.sweeps)
-    order = {fp: i for i, fp in enumerate(labels)}  # machines in the order of their first sweep
     rows = summaries(db, sel)
+    for row in rows:  # a Ray sweep's nodes of another kind than the driver's machine
+        labels.setdefault(row["machine"], node_machine_label(row["machine"]))
+    order = {fp: i for i, fp in enumerate(labels)}  # machines in the order of their first sweep
     for row in rows:
         row["fingerprint"] = row["machine"]
         row["machine"] = labels[row["machine"]]
@@ -378,7 +382,7 @@ def _accuracies(
     """Validation accuracy of ok runs at the epochs asked for, every repeat, by machine and config."""
     e, r, s = db.epochs, db.runs, db.sweeps
     query = (
-        sa.select(s.c.machine, r.c.config_hash, e.c.epoch, e.c.val_accuracy)
+        sa.select(run_machine(db).label("machine"), r.c.config_hash, e.c.epoch, e.c.val_accuracy)
         .join(r, r.c.id == e.c.run_id)
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)), r.c.outcome == "ok", e.c.epoch.in_(epochs))

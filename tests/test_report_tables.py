@@ -68,6 +68,7 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
     for matrix in ("m.yaml", "m.yaml", "m3.yaml"):
         run_sweep(url, folder / matrix)
     dbs.execute(url, "UPDATE sweeps SET machine = :m, host = 'otherhost' WHERE id = 3", m=OTHER_MACHINE)
+    dbs.execute(url, "UPDATE runs SET machine = :m WHERE sweep_id = 3", m=OTHER_MACHINE)  # where each ran
     return url
 
 
@@ -154,6 +155,20 @@ def test_default_is_the_latest_sweep_and_machines_are_never_pooled(db):
     # One machine alone: no machine column and no note.
     one = bench(db, "report", "--table", "comparison", "--sweep", "1,2").output
     assert "machines" not in one and "otherhost" not in one
+
+
+def test_runs_of_one_sweep_on_two_kinds_of_node_are_never_pooled(db):
+    """A Ray sweep: each run carries its node's fingerprint (runs.machine), not only the sweep's."""
+    before = dbs.query(db, "SELECT id, machine FROM runs WHERE sweep_id = 1")
+    dbs.execute(db, "UPDATE runs SET machine = :m WHERE sweep_id = 1 AND id % 2 = 0", m=OTHER_MACHINE)
+    try:
+        rows = records(db, "--table", "comparison", "--sweep", "1")
+        assert {r["machine"].endswith("[0badc0de]") for r in rows} == {True, False}
+        out = bench(db, "report", "--table", "comparison", "--sweep", "1").output
+        assert "note: these results come from 2 machines" in out and "Other CPU x64, 512 GiB [0badc0de]" in out
+    finally:  # the fixture's database is shared by the module's tests
+        for row in before:
+            dbs.execute(db, "UPDATE runs SET machine = :m WHERE id = :i", m=row["machine"], i=row["id"])
 
 
 def test_where_filters_every_table(db):

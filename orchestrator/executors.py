@@ -1,0 +1,64 @@
+"""Where runs happen: one small interface, two implementations.
+
+An executor takes the sweep's jobs and yields each job's `RunRecord` as the run ends; the sweep
+(orchestrator/sweep.py) records every record the moment it arrives, whoever produced it. The local
+executor runs one job at a time in this process's machine; the Ray executor
+(orchestrator/ray_executor.py) runs each job as a Ray task on a node of a cluster.
+
+Interruption (Ctrl-C, or SIGTERM turned into KeyboardInterrupt by the sweep) is the executor's to
+handle: it stops what runs, yields those runs as `interrupted`, and returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from orchestrator.config import RunConfig
+from orchestrator.execute import RunRecord, execute
+from orchestrator.progress import Progress
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One configuration to run, and where its run folder goes."""
+
+    config: RunConfig
+    run_dir: Path
+    data_file: Path | None = None
+
+
+class Executor(Protocol):
+    name: str
+
+    def run(self, jobs: Iterable[Job], progress: Progress) -> Generator[RunRecord, None, None]:
+        """Yield each job's record as its run ends (not necessarily in order)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the executor holds (a cluster connection)."""
+        ...
+
+
+class LocalExecutor:
+    """One run at a time, on this machine, in the foreground of the sweep."""
+
+    name = "local"
+
+    def __init__(self, env_root: str | None) -> None:
+        self.env_root = env_root
+
+    def run(self, jobs: Iterable[Job], progress: Progress) -> Generator[RunRecord, None, None]:
+        for job in jobs:
+            progress.begin(job.config, job.run_dir)
+            rec = execute(job.config, job.run_dir, self.env_root, tick=progress.tick, data_file=job.data_file)
+            yield rec
+            if rec.outcome.outcome == "interrupted":
+                return
+
+    def close(self) -> None:
+        pass
