@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 
 -- One invocation of `bench run` (or `bench rerun`); --resume continues an existing sweep.
 CREATE TABLE sweeps (
@@ -63,7 +63,7 @@ CREATE TABLE runs (
     config_json             TEXT NOT NULL,
     -- the outcome and its evidence
     outcome                 TEXT NOT NULL CHECK (outcome IN ('ok', 'error', 'oom', 'crash', 'timeout',
-                                'unsupported', 'unavailable', 'interrupted', 'invalid')),
+                                'unsupported', 'unavailable', 'interrupted', 'invalid', 'skipped')),
     reason                  TEXT,
     exit_code               INTEGER,
     signal_number           INTEGER,
@@ -111,7 +111,11 @@ CREATE TABLE runs (
     -- where to look and how to do it again
     run_dir                 TEXT NOT NULL,
     worker_command          TEXT NOT NULL,
-    reproduce               TEXT NOT NULL
+    reproduce               TEXT NOT NULL,
+    -- schema 5
+    swap_peak_bytes         INTEGER,                     -- the tree's VmSwap peak; NULL: no swap on the machine
+    task                    TEXT,                        -- configuration: inference; NULL: train
+    features                INTEGER                      -- configuration: 1: pooled features only; NULL: full model
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 
@@ -170,6 +174,7 @@ CREATE TABLE samples (
     gpu_memory_bytes    INTEGER,                         -- NULL without NVML
     gpu_util            REAL,
     final               INTEGER NOT NULL DEFAULT 0,      -- 1: taken as the worker exited
+    swap_bytes          INTEGER,                         -- the tree's VmSwap; NULL: the machine has no swap
     PRIMARY KEY (run_id, seq)
 );
 

@@ -273,6 +273,11 @@ def _check(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) 
         if stray:
             key, line = _blame(layer, settings, stray)
             raise reader.error(line, key, f"only applies to framework fault, not {config.framework}")
+        if config.features and config.task != "inference":
+            key, line = _blame(layer, settings, ("features", "task"))
+            raise reader.error(
+                line, key, "features applies to task: inference (the pooled features, no training)"
+            )
         _check_data(reader, config, layer, settings)
         _check_batch(reader, config, layer, settings)
         try:

@@ -4,6 +4,11 @@ The upgrade is derived from schema.sql itself: tables it has that the database l
 and columns it has that a table lacks are added (SQLite's ALTER TABLE ADD COLUMN). Nothing
 recorded is changed. Versions older than OLDEST_UPGRADABLE changed columns, not just added them,
 and are refused.
+
+One change is not an added column: a CHECK that lists allowed values and gained some (version 5
+added the outcome `skipped`). Every recorded row satisfies the wider list, so the stored table
+definition is rewritten in place (SQLite's documented writable_schema procedure for changing
+CHECK constraints), never the rows.
 """
 
 from __future__ import annotations
@@ -71,8 +76,37 @@ def upgrade(conn: Connection, statements: list[str], found: int, expected: int, 
                         f"{where}: cannot add column {table}.{name} to a version {found} database"
                     )
                 conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {definition}")
+        _widen_checks(conn, table, columns, where)
     for statement in statements:
         if statement.upper().startswith("CREATE INDEX"):
             conn.exec_driver_sql(statement.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
     conn.exec_driver_sql(f"PRAGMA user_version = {expected}")
     log.warning("%s: upgraded the database from schema version %d to %d", where, found, expected)
+
+
+def _check_list(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(CHECK\s*\(\s*{name}\s+IN\s*\()([^)]*)(\))", re.I)
+
+
+def _widen_checks(conn: Connection, table: str, columns: dict[str, str], where: object) -> None:
+    """Rewrite `CHECK (col IN (...))` in the stored definition where schema.sql allows more values."""
+    stored = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+    sql = stored.scalar() or ""
+    new_sql = sql
+    for name, definition in columns.items():
+        pattern = _check_list(name)
+        want, have = pattern.search(definition), pattern.search(new_sql)
+        if not want or not have:
+            continue
+        wider, narrower = (set(re.findall(r"'([^']*)'", m.group(2))) for m in (want, have))
+        if not narrower < wider:
+            continue
+        new_sql = new_sql[: have.start(2)] + want.group(2) + new_sql[have.end(2) :]
+    if new_sql != sql:
+        version = conn.exec_driver_sql("PRAGMA schema_version").scalar() or 0
+        conn.exec_driver_sql("PRAGMA writable_schema = ON")
+        conn.exec_driver_sql(
+            "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", (new_sql, table)
+        )
+        conn.exec_driver_sql(f"PRAGMA schema_version = {version + 1}")
+        conn.exec_driver_sql("PRAGMA writable_schema = OFF")

@@ -26,6 +26,7 @@ OUTCOMES = (
     "unavailable",
     "interrupted",
     "invalid",
+    "skipped",
 )
 WORKER_STATUSES = {"ok", "error", "oom", "unsupported", "unavailable"}
 STDERR_TAIL_BYTES = 8192

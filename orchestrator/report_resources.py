@@ -70,6 +70,7 @@ RESOURCE_COLUMNS = [
     mib_column("USS peak MiB", "uss_peak_bytes"),
     mib_column("GPU mem peak MiB", "gpu_memory_peak_bytes"),
     Column("GPU util %", "gpu_util_mean"),
+    mib_column("swap peak MiB", "swap_peak_bytes"),
     Column("sampler", "sampler_status", _sampler),
 ]
 # What CSV and JSON carry besides the columns: enough to tell configurations apart and to read units.
@@ -124,7 +125,13 @@ def resources(
         runs = [{k: r.get(k) for k in wanted} for r in rows]
         document = {"sweep": sweep, "units": UNITS, "runs": runs, "comparisons": comparisons}
         return render(runs, [], "json", document=document)
-    columns = [c for c in RESOURCE_COLUMNS if c.key not in GPU_KEYS or any(r.get(c.key) for r in rows)]
+    # GPU columns where a GPU was seen; swap where the machine had swap (0 then means none used).
+    columns = [
+        c
+        for c in RESOURCE_COLUMNS
+        if (c.key not in GPU_KEYS or any(r.get(c.key) for r in rows))
+        and (c.key != "swap_peak_bytes" or any(r.get(c.key) is not None for r in rows))
+    ]
     parts = [sweep_heading(sweep), render(rows, columns, fmt)]
     if not any(r.get("samples_count") for r in rows):
         parts.append("no run of this sweep has resource samples (sampler off, or recorded before it)")

@@ -33,6 +33,7 @@ SAMPLE_KEYS = (
     "gpu_memory_bytes",
     "gpu_util",
     "final",
+    "swap_bytes",
 )
 
 

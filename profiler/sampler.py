@@ -31,6 +31,8 @@ from typing import IO, Any
 
 import psutil
 
+from profiler import swap
+
 # The process tree is found by scanning every process's parent (no cheaper way without
 # CONFIG_PROC_CHILDREN): 1 to 2 ms for 70 processes, so it is rescanned at most this often.
 # (Measured on a PyTorch worker at 0.1 s: half a second cost 4.5 ms of CPU a second.)
@@ -211,6 +213,7 @@ class Sampler:
         self.rss_at_uss = 0
         self.peak_rss = 0
         self.killed = False
+        self.has_swap = swap.machine_has_swap()
 
     def write(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, separators=(",", ":")) + "\n")
@@ -229,6 +232,7 @@ class Sampler:
             record["uss"] = self.tree.uss()
             self.last_uss, self.rss_at_uss = now, record["rss"]
         record["gpu_mem"], record["gpu_util"] = self.gpu.measure(self.tree.pids())
+        record["swap"] = swap.tree_swap(self.tree.pids()) if self.has_swap else None
         if final:
             record["final"] = True
         self.peak_rss = max(self.peak_rss, record["rss"])
@@ -372,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
                 "interval": args.interval,
                 "memory_budget": args.memory_budget,
                 "gpu": sampler.gpu.status,
+                "swap": swap.SOURCE if sampler.has_swap else "none: the machine has no swap",
                 "sampler_pid": os.getpid(),
             }
         )

@@ -111,12 +111,17 @@ def test_comparison_cells_time_outcome_and_not_run(db):
     small = next(line for line in lines if line.startswith("fault") and " 64 " in line)
     big = next(line for line in lines if line.startswith("fault") and " 256 " in line)
     assert expected in small and "crash" not in small
-    assert big.split()[2:] == ["crash", "crash", "—", "—"]  # small_cnn CPU, GPU; resnet50 never ran
+    # epoch s and ms/image of small_cnn CPU, GPU, then resnet50 (never ran)
+    assert big.split()[2:] == ["crash", "—", "crash", "—", "—", "—", "—", "—"]
+    images = ok["steps_per_epoch"] * ok["batch_size"]
+    assert "small_cnn CPU ms/image" in header
+    assert f"{expected}  {number(ok['median_epoch_seconds'] / images * 1000)} " in small
 
     rows = records(db, "--table", "comparison", "--sweep", "1")
     assert len(rows) == 6
     first = cell(rows, dataset_size=64, model="small_cnn", device="cpu")
     assert first["epoch_seconds_median"] == ok["median_epoch_seconds"] and first["runs"] == 1
+    assert first["seconds_per_image_median"] == pytest.approx(ok["median_epoch_seconds"] / images)
     assert cell(rows, dataset_size=256, model="small_cnn", device="cuda")["outcome"] == "crash"
     assert not [r for r in rows if r["dataset_size"] == 256 and r["model"] == "resnet50"]
 
@@ -129,7 +134,8 @@ def test_comparison_csv_and_markdown(db):
     assert all(r["epoch_seconds_median"] == "" for r in rows if r["outcome"] == "crash")
     md = bench(db, "report", "--table", "comparison", "--sweep", "1", "--format", "markdown").output
     assert (
-        "| framework | dataset (images) | small_cnn CPU epoch s |" in md and "| crash | crash | — | — |" in md
+        "| framework | dataset (images) | small_cnn CPU epoch s | small_cnn CPU ms/image |" in md
+        and "| crash | — | crash | — | — | — | — | — |" in md
     )
 
 

@@ -207,12 +207,36 @@ _BUILDERS = {
 }
 
 
-def build_arch(name, classes, image_size):
-    """The architecture as data: {"name", "input": [3, H, W], "classes", "layers"}."""
+POOLS = ("maxpool", "adaptive_avgpool", "global_avgpool")
+
+
+def build_arch(name, classes, image_size, features=False):
+    """The architecture as data: {"name", "input": [3, H, W], "classes", "layers", "output"}.
+
+    ``output`` is the shape the layers end in: [classes], or with ``features`` the pooled
+    features (see features_layers). Every translator checks its model against it.
+    """
     if name not in _BUILDERS:
         raise ValueError("unknown model {!r}; known: {}".format(name, ", ".join(MODELS)))
-    return {"name": name, "input": [3, image_size, image_size], "classes": classes,
-            "layers": _BUILDERS[name](classes)}
+    layers = _BUILDERS[name](classes)
+    if features:
+        layers = features_layers(layers, (3, image_size, image_size))
+    arch = {"name": name, "input": [3, image_size, image_size], "classes": classes, "layers": layers,
+            "features": bool(features)}
+    arch["output"] = list(_walk(layers, arch["input"])[0]) if features else [classes]
+    return arch
+
+
+def features_layers(layers, shape):
+    """The layers up to the last top-level pooling layer, flattened: the pooled features the
+    feature-extraction benchmarks read (ResNet50 and MobileNetV2: the global average pool,
+    2048 and 1280 values; AlexNet and VGG16: their adaptive pool, flattened; small_cnn: its
+    last max-pool, flattened). The classifier after it is left out."""
+    last = max(i for i, node in enumerate(layers) if node["op"] in POOLS)
+    kept = list(layers[:last + 1])
+    if len(_walk(kept, shape)[0]) != 1:
+        kept.append(simple("flatten"))
+    return kept
 
 
 # -- shape inference ----------------------------------------------------------------------------
@@ -301,9 +325,9 @@ def _walk(layers, shape):
 def infer(arch):
     """{"output_shape": [...], "parameters": n} by shape inference; ValueError if it cannot run."""
     shape, total = _walk(arch["layers"], arch["input"])
-    if shape != (arch["classes"],):
-        raise ValueError("{} ends in shape {}, expected [{}]".format(
-            arch["name"], list(shape), arch["classes"]))
+    if list(shape) != arch["output"]:
+        raise ValueError("{} ends in shape {}, expected {}".format(
+            arch["name"], list(shape), arch["output"]))
     return {"output_shape": list(shape), "parameters": total}
 
 

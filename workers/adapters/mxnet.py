@@ -40,6 +40,7 @@ class Adapter(base.Adapter):
         self._x = self._y = None  # training arrays (numpy) from load_data()
         self._val = []  # validation batches as (x, y, real rows), padded to batch_size
         self._batches = []
+        self._output = None  # the last inference step's output
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -88,7 +89,7 @@ class Adapter(base.Adapter):
         gluon = mx.gluon
         self._layers = []
         net, shape = self._sequential(arch["layers"], tuple(arch["input"]))
-        if list(shape) != [arch["classes"]]:
+        if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         # Every layer was given its input size, so nothing is deferred: the shapes (and the
         # parameter count) are known now, without a forward pass. Zero is a cheap placeholder.
@@ -198,6 +199,14 @@ class Adapter(base.Adapter):
         self.trainer.step(self.config["batch_size"])
         self._loss_sum += loss.sum()  # queued on the engine: no read-back per step
         self._steps += 1
+
+    def infer_step(self, index):
+        x = self._batches[index][0]
+        if self.gpu:
+            x = x.as_in_context(self.ctx)
+        # Outside autograd.record(): inference mode (dropout off, BN on running statistics),
+        # nothing recorded for gradients. Queued on the engine; synchronize() waits for it.
+        self._output = self.net(x)
 
     def synchronize(self):
         if self.mx is not None:

@@ -47,6 +47,7 @@ class Adapter(base.Adapter):
         self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # numpy arrays from load_data()
         self._batches = []
+        self._output = None  # the last inference step's output
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -99,7 +100,7 @@ class Adapter(base.Adapter):
         # Seed here too: the initialisers draw from the global generator as layers are made.
         paddle.seed(self.config["seed"])
         model, shape = _sequential(paddle, arch["layers"], tuple(arch["input"]))
-        if list(shape) != [arch["classes"]]:
+        if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         model.train()
         self.model = model
@@ -202,6 +203,15 @@ class Adapter(base.Adapter):
         self.optimizer.clear_grad(set_to_zero=False)
         self._loss_sum.add_(loss.detach())  # stays a tensor: no read-back per step
         self._steps += 1
+
+    def infer_step(self, index):
+        x = self._batches[index][0]
+        if self.cuda:
+            x = x.cuda(blocking=False)
+        if self.model.training:  # once: inference never trains, so eval mode stays
+            self.model.eval()
+        with self.paddle.no_grad():
+            self._output = self.forward(x)
 
     def synchronize(self):
         if self.cuda:

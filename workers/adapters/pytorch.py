@@ -30,6 +30,7 @@ class Adapter(base.Adapter):
         self._x = self._y = self._x_val = self._y_val = None  # host tensors from load_data()
         self._x_epoch = self._y_epoch = None  # this epoch's batches, in order (pinned on cuda)
         self._batches = []
+        self._output = None  # the last inference step's output, kept on the device
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -78,7 +79,7 @@ class Adapter(base.Adapter):
         torch.manual_seed(self.config["seed"])
         with torch.no_grad():
             model, shape = _sequential(torch.nn, arch["layers"], tuple(arch["input"]))
-        if list(shape) != [arch["classes"]]:
+        if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         self.model = model.to(self.device).train()
         self._initial = {k: v.detach().to("cpu", copy=True)
@@ -161,6 +162,15 @@ class Adapter(base.Adapter):
         optimizer.step()
         self._loss_sum += loss.detach()  # stays on the device: no sync per step
         self._steps += 1
+
+    def infer_step(self, index):
+        x = self._batches[index][0]
+        if self.cuda:
+            x = x.to(self.device, non_blocking=True)
+        if self.model.training:  # once: inference never trains, so eval mode stays
+            self.model.eval()
+        with self.torch.no_grad():
+            self._output = self.model(x)
 
     def synchronize(self):
         if self.cuda:

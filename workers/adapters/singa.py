@@ -54,6 +54,7 @@ class Adapter(base.Adapter):
         self.graph_runs = 0  # training runs of the buffered graph since build (singa_trace divides by it)
         self._arrays = None
         self._x_epoch = self._y_epoch = None
+        self._output = None  # the last inference step's output
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -110,7 +111,7 @@ class Adapter(base.Adapter):
         self._loss_sum.set_value(0.0)
         translator = _Translator(sg, self.dev, size)
         steps, out = translator.layers(arch["layers"], shape)
-        if list(out) != [arch["classes"]]:
+        if list(out) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(out)))
         self.optimizer = sg["opt"].SGD(lr=float(self.config["lr"]),
                                        momentum=float(self.config.get("momentum") or 0.0))
@@ -180,6 +181,12 @@ class Adapter(base.Adapter):
         self.net(self._tx, self._ty)  # the graph also adds the loss to _loss_sum
         self._steps += 1
         self.graph_runs += 1
+
+    def infer_step(self, index):
+        HostIO.put(self._tx, self._x_epoch[index])
+        if self.net.training:  # once: eval mode (autograd.training off) runs forward() alone,
+            self.net.eval()    # eagerly, with no graph buffered and nothing kept for backward
+        self._output = self.net(self._tx)
 
     def synchronize(self):
         self.dev.Sync()
