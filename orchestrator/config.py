@@ -207,6 +207,9 @@ def _features(value: Any) -> bool | None:
     return _bool(value) or None  # false stored as None, as above
 
 
+FEATURES_NEED_INFERENCE = "features applies to task: inference (the pooled features, no training)"
+
+
 def _path(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"expected a folder path, got {value!r}")
