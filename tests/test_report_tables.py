@@ -260,6 +260,11 @@ def test_compare_two_sweeps(db):
                 r["b_epoch_seconds_median"] / r["a_epoch_seconds_median"]
             )
             assert r["a_timed_epochs"] == 3
+            # the same images per epoch on both sides: time per image keeps the epoch ratio
+            assert 0 < r["a_seconds_per_image_median"] < r["a_epoch_seconds_median"]
+            assert r["b_seconds_per_image_median"] / r["a_seconds_per_image_median"] == pytest.approx(
+                r["epoch_ratio"]
+            )
             # A run of a fraction of a second may end before its first sample on a busy machine.
             if r["a_rss_peak_bytes_median"] and r["b_rss_peak_bytes_median"]:
                 assert r["rss_ratio"] == r["b_rss_peak_bytes_median"] / r["a_rss_peak_bytes_median"]
