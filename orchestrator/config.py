@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "fault")
-MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16")
+MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet")
 DEVICES = ("cpu", "cuda")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
 DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100")

@@ -23,6 +23,7 @@ FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
         ("mobilenet_v2", 64, [1280], 3_504_872 - (1280 * 1000 + 1000)),
         ("alexnet", 64, [256 * 6 * 6], 2_469_696),  # the convolutions only
         ("vgg16", 64, [512 * 7 * 7], 14_714_688),
+        ("googlenet", 64, [1024], 6_624_904 - (1024 * 1000 + 1000)),
         ("small_cnn", 32, [100 * 8 * 8], 159_150),
     ],
 )

@@ -295,6 +295,9 @@ class Adapter(base.Adapter):
             body = self._sequential(node["body"], shape)[0]
             shortcut = self._sequential(node["shortcut"], shape)[0] if node["shortcut"] else None
             return [_block_classes(self.mx)["Residual"](body, shortcut, node["post"] == "relu")]
+        if op == "concat":
+            branches = [self._sequential(branch, shape)[0] for branch in node["branches"]]
+            return [_block_classes(self.mx)["Concat"](branches)]
         raise base.Unsupported("layer op {!r} is not supported by the MXNet adapter".format(op))
 
 
@@ -416,7 +419,7 @@ def _initialise(mx, node, block, channels):
 
 
 def _block_classes(mx):
-    """Residual and AdaptiveAvgPool HybridBlocks, defined once mxnet is imported."""
+    """Residual, Concat and AdaptiveAvgPool HybridBlocks, defined once mxnet is imported."""
     if _BLOCKS:
         return _BLOCKS
     nn = mx.gluon.nn
@@ -443,5 +446,17 @@ def _block_classes(mx):
         def hybrid_forward(self, F, x):
             return F.contrib.AdaptiveAvgPooling2D(x, output_size=self.size)
 
-    _BLOCKS.update(Residual=Residual, AdaptiveAvgPool=AdaptiveAvgPool)
+    class Concat(nn.HybridBlock):
+        """Each branch on the same input, concatenated along the channels in branch order."""
+
+        def __init__(self, branches, **kwargs):
+            super(Concat, self).__init__(**kwargs)
+            self.branches = branches
+            for i, branch in enumerate(branches):
+                self.register_child(branch, "branch{}".format(i))
+
+        def hybrid_forward(self, F, x):
+            return F.concat(*[branch(x) for branch in self.branches], dim=1)
+
+    _BLOCKS.update(Residual=Residual, AdaptiveAvgPool=AdaptiveAvgPool, Concat=Concat)
     return _BLOCKS

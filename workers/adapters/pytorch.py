@@ -11,7 +11,7 @@ from workers import data, models
 from workers.adapters import base
 
 _OOM_TEXT = ("out of memory", "can't allocate memory")
-_RESIDUAL = []  # the Residual nn.Module class, made once torch is imported
+_RESIDUAL = []  # the Residual and Concat nn.Module classes, made once torch is imported
 
 
 class Adapter(base.Adapter):
@@ -299,6 +299,9 @@ def _module(nn, node, shape, inplace):
         return nn.Flatten()
     if op == "dropout":
         return nn.Dropout(node["p"])
+    if op == "concat":
+        branches = [_sequential(nn, branch, shape)[0] for branch in node["branches"]]
+        return _residual_class(nn, "Concat")(branches)
     if op == "residual":
         body = _sequential(nn, node["body"], shape)[0]
         shortcut = _sequential(nn, node["shortcut"], shape)[0]
@@ -324,8 +327,9 @@ def _initialise(layer, op, fans):
             raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
 
 
-def _residual_class(nn):
+def _residual_class(nn, name="Residual"):
     if not _RESIDUAL:
+        import torch
 
         class Residual(nn.Module):
             """body(x) + shortcut(x), then post; an empty shortcut Sequential is the identity."""
@@ -339,5 +343,15 @@ def _residual_class(nn):
                 out += self.shortcut(x)
                 return out if self.post is None else self.post(out)
 
-        _RESIDUAL.append(Residual)
-    return _RESIDUAL[0]
+        class Concat(nn.Module):
+            """Each branch on the same input, concatenated along the channels in branch order."""
+
+            def __init__(self, branches):
+                super().__init__()
+                self.branches = nn.ModuleList(branches)
+
+            def forward(self, x):
+                return torch.cat([branch(x) for branch in self.branches], 1)
+
+        _RESIDUAL.append({"Residual": Residual, "Concat": Concat})
+    return _RESIDUAL[0][name]

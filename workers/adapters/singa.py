@@ -441,6 +441,8 @@ class _Translator(object):
             return lambda x: dropout(ratio)(x)[0]
         if op == "residual":
             return self.residual(node, shape)
+        if op == "concat":
+            return self.concat(node, shape)
         raise base.Unsupported("layer op {!r} is not supported by the Singa adapter".format(op))
 
     def keep(self, node, shape, made):
@@ -460,6 +462,26 @@ class _Translator(object):
                 short = step(short)
             out = ag.add(out, short)
             return ag.relu(out) if post == "relu" else out
+
+        return run
+
+    def concat(self, node, shape):
+        if not hasattr(self.sg["wrap"], "VecTensor"):
+            raise base.Unsupported(
+                "concatenation (Inception's module): singa {}'s autograd.cat passes its inputs to "
+                "ConcatOn as a singa_wrap.VecTensor, which this wheel's binding lacks (no "
+                "std::vector<Tensor> typemap: ConcatOn refuses a list too)".format(self.sg["version"]))
+        branches = [self.layers(branch, shape)[0] for branch in node["branches"]]
+        cat = self.sg["autograd"].cat
+
+        def run(x):
+            outs = []
+            for steps in branches:
+                out = x
+                for step in steps:
+                    out = step(out)
+                outs.append(out)
+            return cat(outs, 1)
 
         return run
 

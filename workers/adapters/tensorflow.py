@@ -412,6 +412,8 @@ class _Builder(object):
             shortcut = self.walk(node["shortcut"], x, shape)[0] if node["shortcut"] else x
             out = layers.Add()([body, shortcut])
             return layers.ReLU()(out) if node["post"] == "relu" else out
+        if op == "concat":  # channels-last: channels are the last axis
+            return layers.Concatenate(axis=-1)([self.walk(b, x, shape)[0] for b in node["branches"]])
         raise base.Unsupported("layer op {!r} is not supported by the TensorFlow adapter".format(op))
 
     def conv(self, node, x, shape):
