@@ -63,8 +63,8 @@ CREATE TABLE runs (
     config_json             TEXT NOT NULL,
     -- the outcome and its evidence
     outcome                 TEXT NOT NULL CHECK (outcome IN ('ok', 'error', 'oom', 'crash', 'timeout',
-                                'unsupported', 'unavailable', 'interrupted', 'invalid', 'node_lost',
-                                'ray_oom', 'unschedulable', 'cluster_error')),
+                                'unsupported', 'unavailable', 'interrupted', 'invalid', 'skipped',
+                                'node_lost', 'ray_oom', 'unschedulable', 'cluster_error')),
     reason                  TEXT,
     exit_code               INTEGER,
     signal_number           INTEGER,
@@ -122,7 +122,11 @@ CREATE TABLE runs (
     executor                TEXT,                        -- local | ray
     node                    TEXT,                        -- ray: the node's address and id; NULL: local
     machine                 TEXT,                        -- fingerprint of the machine that ran it
-    packed                  INTEGER                      -- 1: --pack, shared its node with other runs
+    packed                  INTEGER,                     -- 1: --pack, shared its node with other runs
+    -- memory and workload (version 5)
+    swap_peak_bytes         INTEGER,                     -- the tree's VmSwap peak; NULL: no swap on the machine
+    task                    TEXT,                        -- configuration: inference; NULL: train
+    features                INTEGER                      -- configuration: 1: pooled features only; NULL: full model
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 
@@ -185,6 +189,7 @@ CREATE TABLE samples (
     gpu_energy_joules   REAL,                            -- the run's GPUs' energy counter since first
                                                          -- seen, J (NULL: no counter)
     gpu_power_watts     REAL,                            -- the run's GPUs' power draw, W (NVML)
+    swap_bytes          INTEGER,                         -- the tree's VmSwap; NULL: the machine has no swap
     PRIMARY KEY (run_id, seq)
 );
 

@@ -23,7 +23,7 @@ from orchestrator.db import Database
 from orchestrator.errors import ConfigError
 from orchestrator.outcomes import OUTCOMES
 from orchestrator.progress import Progress
-from orchestrator.sweep import SweepResult, finished_hashes, latest_sweep, run_configs
+from orchestrator.sweep import SweepResult, finished_hashes, latest_sweep, run_configs, walls_of
 from orchestrator.tables import FORMATS
 
 EXIT_INTERRUPTED = 130
@@ -93,6 +93,12 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
     "--fail-on", default=None, help="Exit 1 if any run ends with one of these outcomes (comma-separated)."
 )
 @click.option(
+    "--no-backstop",
+    is_flag=True,
+    help="Run every batch size even after the same configuration ran out of memory at a smaller one "
+    "(by default those are recorded skipped: 'oom at batch B').",
+)
+@click.option(
     "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
 )
 @executor_options
@@ -104,6 +110,7 @@ def run(
     dry_run: bool,
     resume: bool,
     fail_on: str | None,
+    no_backstop: bool,
     runs_dir: str | None,
     executor: str,
     address: str,
@@ -119,6 +126,7 @@ def run(
       bench run --matrix m.yaml --only framework=pytorch,model=resnet50
       bench run --matrix m.yaml --resume
       bench run --matrix m.yaml --executor ray --address HEAD:6379
+      bench run --matrix matrices/batch-sweep.yaml --no-backstop
     """
     if pack and executor != "ray":
         raise ConfigError("--pack spreads runs over a Ray cluster's nodes: use it with --executor ray")
@@ -136,7 +144,7 @@ def run(
     db = Database(db_url, create=not dry_run)
     sweep = latest_sweep(db, m.name) if resume else None
     runner = None if dry_run else make_executor(executor, address, pack, env_dir)
-    done = finished_hashes(db, sweep["id"]) if sweep else set()
+    done = finished_hashes(db, sweep["id"], backstop=not no_backstop) if sweep else set()
     if dry_run:
         _dry_run(configs, done)
         return
@@ -166,6 +174,7 @@ def run(
             first_index=len(configs) - len(todo) + 1,
             data_files=data_files,
             executor=runner,
+            walls=None if no_backstop else walls_of(db, sweep_id),
         )
     finally:
         if runner is not None:

@@ -11,7 +11,13 @@ import click
 
 from orchestrator import record
 from orchestrator.cli_options import db_option, env_dir_option, prepare_data, runs_root
-from orchestrator.config import FAULT_FIELDS, RunConfig, format_size, validate_field
+from orchestrator.config import (
+    FAULT_FIELDS,
+    FEATURES_NEED_INFERENCE,
+    RunConfig,
+    format_size,
+    validate_field,
+)
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
 from orchestrator.matrix import LIST_FIELDS, parse_only
@@ -84,6 +90,8 @@ def _check(config: RunConfig) -> None:
         )
     if config.dataset != "synthetic" and not config.data_dir:
         raise ConfigError(f"--data-dir: dataset {config.dataset} needs the folder that holds it")
+    if config.features and config.task != "inference":
+        raise ConfigError(f"--features: {FEATURES_NEED_INFERENCE}")
     if config.dataset == "synthetic" and config.data_dir:
         raise ConfigError("--data-dir: only applies to image_folder, cifar10 and cifar100 datasets")
 
@@ -96,11 +104,12 @@ def _summary(db: Database, run_id: int) -> str:
     lines = [f"run {run_id}: {run['outcome']}" + (f": {report.why(run)}" if run["outcome"] != "ok" else "")]
     for e in data["epochs"]:
         repeat = f" (repeat {e['repeat']})" if run["repeats"] > 1 else ""
-        lines.append(
-            f"  epoch {e['epoch']}{repeat}: "
-            f"{number(e['seconds'])} s, {number(e['images_per_second'], 4)} images/s, "
-            f"train loss {number(e['train_loss'])}, val acc {number(e['val_accuracy'])}"
-        )
+        rate = f"{number(e['seconds'])} s, {number(e['images_per_second'], 4)} images/s, "
+        if run.get("task") == "inference":
+            what = f"{number(e['seconds_per_image'] * 1000)} s/1000 images"
+        else:
+            what = f"train loss {number(e['train_loss'])}, val acc {number(e['val_accuracy'])}"
+        lines.append(f"  epoch {e['epoch']}{repeat}: {rate}{what}")
     if run["median_epoch_seconds"] is not None:
         lines.append(
             f"median epoch {number(run['median_epoch_seconds'])} s, "

@@ -16,11 +16,12 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "fault")
-MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16")
+MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet")
 DEVICES = ("cpu", "cuda")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
 DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100")
 TRACES = ("off", "kernels")
+TASKS = ("train", "inference")
 FAULTS = (
     "ok",
     "raise",
@@ -78,6 +79,11 @@ class RunConfig:
     hold_child_memory_mb: int | None = None
     # Kernel and operator tracing (schema 4): None (off) or "kernels". Traced timings are perturbed.
     trace: str | None = None
+    # What the run measures (schema 5): None is training (the hash of earlier configurations is kept);
+    # "inference" runs the model in evaluation mode without gradients. features: True stops at the
+    # pooled features (the model without its classifier); None is the full model.
+    task: str | None = None
+    features: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,6 +103,9 @@ class RunConfig:
         """A short human description for progress lines and reports."""
         if self.framework == "fault":
             return f"fault/{self.fault or 'ok'}"
+        if self.task == "inference":
+            what = "features" if self.features else "inference"
+            return f"{self.framework}/{self.model}/{self.device}/bs{self.batch_size}/{what}/t{self.threads}"
         return (
             f"{self.framework}/{self.model}/{self.device}/bs{self.batch_size}"
             f"/{self.optimizer}/lr{self.lr:g}/t{self.threads}"
@@ -186,6 +195,19 @@ def _trace(value: Any) -> str | None:
     if value != "kernels":
         raise ValueError(f"unknown trace {value!r} (known: {', '.join(TRACES)})")
     return "kernels"
+
+
+def _task(value: Any) -> str | None:
+    if value not in TASKS:
+        raise ValueError(f"unknown task {value!r} (known: {', '.join(TASKS)})")
+    return None if value == "train" else value  # train stored as None: earlier hashes are kept
+
+
+def _features(value: Any) -> bool | None:
+    return _bool(value) or None  # false stored as None, as above
+
+
+FEATURES_NEED_INFERENCE = "features applies to task: inference (the pooled features, no training)"
 
 
 def _path(value: Any) -> str:
@@ -302,6 +324,8 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "hold_seconds": _number(positive=False),
     "hold_child_memory_mb": _int(0),
     "trace": _trace,
+    "task": _task,
+    "features": _features,
 }
 
 assert set(VALIDATORS) == set(FIELD_NAMES)

@@ -28,8 +28,37 @@ CIFAR_FILES = {
 }
 
 
+# What the CIFAR python batches hold, and nothing more: numpy arrays (and numpy scalars in label
+# lists), rebuilt by these reconstructors, whichever numpy (1.x: numpy.core, 2.x: numpy._core) or
+# Python (2's cPickle, 3's protocols 2 to 5) wrote them. Dicts, lists, bytes and str need no global.
+# Every other global (os.system, builtins.eval, subprocess.Popen, ...) is refused before it is
+# looked up, so a hostile data folder cannot run code through a __reduce__.
+CORES = ("core", "_core")
+SAFE_GLOBALS = {
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("_codecs", "encode"),  # how Python 3 writes bytes at protocol 2
+    *((f"numpy.{core}.multiarray", name) for core in CORES for name in ("_reconstruct", "scalar")),
+    *((f"numpy.{core}.numeric", "_frombuffer") for core in CORES),
+}
+
+
 class DatasetError(BenchError):
     """A dataset folder is missing, empty or not in the expected format."""
+
+
+class _DataUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> object:
+        if (module, name) not in SAFE_GLOBALS:
+            raise pickle.UnpicklingError(f"refused to load {module}.{name}: a data file holds only arrays")
+        # numpy 2 reads numpy 1's pickles through its numpy.core shim; go to the module itself
+        return super().find_class(module.replace("numpy.core.", "numpy._core."), name)
+
+
+def load_data_pickle(path: Path) -> object:
+    """The object in a python-pickle data file, admitting only dicts, lists, bytes/str and numpy arrays."""
+    with open(path, "rb") as f:
+        return _DataUnpickler(f, encoding="bytes").load()
 
 
 def cache_dir() -> Path:
@@ -112,11 +141,12 @@ def _decode_cifar(config: RunConfig, sources: list[Path]) -> tuple[np.ndarray, n
     xs, ys = [], []
     for path in sources:
         try:
-            with open(path, "rb") as f:
-                batch = pickle.load(f, encoding="bytes")
+            batch = load_data_pickle(path)
+            if not isinstance(batch, dict):
+                raise ValueError(f"holds a {type(batch).__name__}, not a dict")
             data = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
             labels = np.asarray(batch[label_key], dtype=np.int64)
-        except (OSError, pickle.UnpicklingError, KeyError, ValueError, EOFError) as exc:
+        except (OSError, pickle.UnpicklingError, KeyError, ValueError, TypeError, EOFError) as exc:
             raise DatasetError(f"{path}: not a {config.dataset} python-pickle batch: {exc!r}") from None
         xs.append(data)
         ys.append(labels)

@@ -26,6 +26,7 @@ from orchestrator.config import (
     DEVICES,
     FAULT_FIELDS,
     FAULTS,
+    FEATURES_NEED_INFERENCE,
     FIELD_NAMES,
     FRAMEWORKS,
     MODELS,
@@ -273,6 +274,9 @@ def _check(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) 
         if stray:
             key, line = _blame(layer, settings, stray)
             raise reader.error(line, key, f"only applies to framework fault, not {config.framework}")
+        if config.features and config.task != "inference":
+            key, line = _blame(layer, settings, ("features", "task"))
+            raise reader.error(line, key, FEATURES_NEED_INFERENCE)
         _check_data(reader, config, layer, settings)
         _check_batch(reader, config, layer, settings)
         try:

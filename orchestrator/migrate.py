@@ -5,6 +5,12 @@ and columns it has that a table lacks are added (ALTER TABLE ADD COLUMN; on Post
 types orchestrator/postgres.py derives, and DDL is transactional there too). Nothing
 recorded is changed. Versions older than OLDEST_UPGRADABLE changed columns, not just added them,
 and are refused.
+
+One change is not an added column: the CHECK listing the allowed outcomes gained some (version 5
+added `skipped` and the cluster outcomes). Every recorded row satisfies the wider list, so the
+constraint is replaced, never the rows: on SQLite by rewriting the stored table definition (its
+documented writable_schema procedure for changing CHECK constraints), on PostgreSQL by dropping and
+adding the constraint.
 """
 
 from __future__ import annotations
@@ -102,7 +108,7 @@ OUTCOME_CHECK = re.compile(r"CHECK\s*\(\s*outcome\s+IN\s*\([^)]*\)\s*\)", re.I)
 
 
 def _widen_outcome_check(conn: Connection, statements: list[str]) -> None:
-    """Give runs.outcome the schema's list of outcomes (version 5 added the cluster outcomes).
+    """Give runs.outcome the schema's list of outcomes (version 5 added skipped and the cluster ones).
 
     SQLite cannot ALTER a CHECK constraint; rewriting its text in sqlite_master is the documented
     way for a change that leaves every stored row valid (a longer list of allowed values does).
@@ -136,4 +142,6 @@ def _widen_outcome_check_postgres(conn: Connection, check: str) -> None:
         "AND pg_get_constraintdef(oid) LIKE '%outcome%'"
     ).scalars()
     drops = [f"DROP CONSTRAINT {name}" for name in names]
-    conn.exec_driver_sql(f"ALTER TABLE runs {', '.join([*drops, f'ADD CONSTRAINT runs_outcome_check {check}'])}")
+    conn.exec_driver_sql(
+        f"ALTER TABLE runs {', '.join([*drops, f'ADD CONSTRAINT runs_outcome_check {check}'])}"
+    )

@@ -26,6 +26,7 @@ OUTCOMES = (
     "unavailable",
     "interrupted",
     "invalid",
+    "skipped",  # the backstop: not run, past its configuration's memory wall
     # Faults of a Ray cluster (docs/distributed.md); like interrupted, --resume runs them again.
     "node_lost",
     "ray_oom",

@@ -107,7 +107,36 @@ RESULT_COLUMNS = [
 ]
 
 
+def _what(row: dict[str, Any]) -> str:
+    return "features" if row.get("features") else "logits"
+
+
+# Inference (task: inference) trains nothing: no optimizer, no accuracy; its measure is seconds
+# per 1,000 images (the feature-extraction benchmark's unit), with images/s and ms/image beside it.
+INFERENCE_COLUMNS = [
+    Column("run", "id"),
+    Column("framework", "framework", lambda r: r["framework"]),
+    Column("model", "model", model_label),
+    Column("output", "features", _what),
+    Column("device", "device", lambda r: r["device"]),
+    Column("batch", "batch_size"),
+    Column("threads", "threads", lambda r: str(r["threads"] or "default")),
+    Column("outcome", "outcome", lambda r: r["outcome"]),
+    Column("epoch s (median, min–max)", "median_epoch_seconds", _epoch_seconds),
+    Column("s/1000 images (= ms/image)", "seconds_per_image", _ms_per_image),
+    Column("images/s", "images_per_second", lambda r: number(r.get("images_per_second"), 4)),
+]
+# CSV of a sweep with both: one header, the training columns and what tells inference apart.
+MIXED_COLUMNS = [
+    *RESULT_COLUMNS,
+    Column("task", "task", lambda r: r.get("task") or "train"),
+    INFERENCE_COLUMNS[3],
+]
+
+
 RESULT_KEYS = {c.key for c in RESULT_COLUMNS} | {
+    "task",
+    "features",
     "trace",
     "packed",
     "fault",
@@ -171,8 +200,15 @@ def results(
         rows = [r for r in rows if r["outcome"] != "ok"]
         for r in rows:
             r["where_it_died"] = _where(r)
-    columns = CRASH_COLUMNS if crashes else RESULT_COLUMNS
-    body = render(rows, columns, fmt, document={"sweep": sweep, "runs": rows})
+    inference = [r for r in rows if r.get("task") == "inference"] if not crashes else []
+    training = [r for r in rows if r.get("task") != "inference"] if not crashes else rows
+    if fmt in ("csv", "json") or not inference:
+        columns = CRASH_COLUMNS if crashes else (MIXED_COLUMNS if inference else RESULT_COLUMNS)
+        body = render(rows, columns, fmt, document={"sweep": sweep, "runs": rows})
+    else:  # table and markdown: inference rows in a table of their own, with their units
+        parts = [render(training, RESULT_COLUMNS, fmt)] if training else []
+        parts += ["inference (evaluation mode, no gradients):", render(inference, INFERENCE_COLUMNS, fmt)]
+        body = "\n".join(parts)
     if fmt != "table":
         return body
     counts: dict[str, int] = {}

@@ -7,17 +7,24 @@ a thin shell over this function.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from orchestrator import report as reports
 from orchestrator import report_resources
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
 from orchestrator.report_compare import compare as compare_sweeps
-from orchestrator.report_select import ALL, parse_sweeps, parse_where, selection
-from orchestrator.report_tables import BUILDERS, render_table
+from orchestrator.report_select import ALL, Selection, parse_sweeps, parse_where, selection
+from orchestrator.report_tables import Table, accuracy, comparison, render_table
+from orchestrator.report_throughput import batch, inference
 
-TABLES = ("results", "comparison", "batch", "accuracy", "resources")
+TABLES = ("results", "comparison", "batch", "inference", "accuracy", "resources")
+BUILDERS: dict[str, Callable[[Database, Selection], Table]] = {
+    "comparison": comparison,
+    "batch": batch,
+    "inference": inference,
+    "accuracy": accuracy,
+}
 ONE_SWEEP = ("results", "resources")
 
 

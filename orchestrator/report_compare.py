@@ -14,8 +14,8 @@ from typing import Any
 from orchestrator.config import FIELD_NAMES
 from orchestrator.db import Database
 from orchestrator.report_select import Selection, machine_labels, pick_sweeps, sort_key, summaries, varying
-from orchestrator.report_tables import Table, key_columns, with_range
-from orchestrator.tables import Column, mib
+from orchestrator.report_tables import Table, key_columns, throughput, with_range
+from orchestrator.tables import Column, mib, number
 
 # Below this many timed epochs a side, a min–max range says too little about the noise: with n
 # epochs a side and no real difference, the ranges still miss each other with chance 2/C(2n, n)
@@ -33,6 +33,7 @@ SIDE_KEYS = (
     "epoch_seconds_median",
     "epoch_seconds_min",
     "epoch_seconds_max",
+    "seconds_per_image_median",
     "rss_peak_bytes_median",
 )
 
@@ -81,6 +82,8 @@ def compare(db: Database, sweep_a: int, sweep_b: int, where: dict[str, frozenset
     sweeps = {s["id"]: s for s in pick_sweeps(db, [sweep_a, sweep_b])}
     a_side = {r["config_hash"]: r for r in summaries(db, Selection((sweeps[sweep_a],), where))}
     b_side = {r["config_hash"]: r for r in summaries(db, Selection((sweeps[sweep_b],), where))}
+    for summary in (*a_side.values(), *b_side.values()):
+        throughput(summary)  # seconds per image, from the epoch seconds and the images per epoch
     hashes = list(a_side) + [h for h in b_side if h not in a_side]
     rows = [pair(a_side.get(h), b_side.get(h)) for h in hashes]
     keys = ["framework", "model", "device"]
@@ -109,6 +112,10 @@ def _side_cell(side: str) -> Column:
     return Column(f"{side.upper()} epoch s (median, min–max)", f"{side}_epoch_seconds_median", cell)
 
 
+def _ms(seconds: float | None) -> str:
+    return "—" if seconds is None else number(seconds * 1000)
+
+
 def _times(value: float | None) -> str:
     return "—" if value is None else f"×{value:.2f}"
 
@@ -117,6 +124,8 @@ COLUMNS = [
     _side_cell("a"),
     _side_cell("b"),
     Column("epoch B/A", "epoch_ratio", lambda r: _times(r["epoch_ratio"])),
+    Column("A ms/image", "a_seconds_per_image_median", lambda r: _ms(r["a_seconds_per_image_median"])),
+    Column("B ms/image", "b_seconds_per_image_median", lambda r: _ms(r["b_seconds_per_image_median"])),
     Column("A RSS peak MiB", "a_rss_peak_bytes_median", lambda r: mib(r["a_rss_peak_bytes_median"])),
     Column("B RSS peak MiB", "b_rss_peak_bytes_median", lambda r: mib(r["b_rss_peak_bytes_median"])),
     Column("RSS B/A", "rss_ratio", lambda r: _times(r["rss_ratio"])),

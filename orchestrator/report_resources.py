@@ -80,6 +80,7 @@ RESOURCE_COLUMNS = [
     Column("GPU util %", "gpu_util_mean"),
     Column("GPU J/epoch", "gpu_joules_per_epoch"),
     Column("GPU mJ/image", "gpu_joules_per_image", lambda r: _millis(r.get("gpu_joules_per_image"))),
+    mib_column("swap peak MiB", "swap_peak_bytes"),
     Column("sampler", "sampler_status", _sampler),
 ]
 # What CSV and JSON carry besides the columns: enough to tell configurations apart and to read units.
@@ -137,7 +138,13 @@ def resources(
         runs = [{k: r.get(k) for k in wanted} for r in rows]
         document = {"sweep": sweep, "units": UNITS, "runs": runs, "comparisons": comparisons}
         return render(runs, [], "json", document=document)
-    columns = [c for c in RESOURCE_COLUMNS if c.key not in GPU_KEYS or any(r.get(c.key) for r in rows)]
+    # GPU columns where a GPU was seen; swap where the machine had swap (0 then means none used).
+    columns = [
+        c
+        for c in RESOURCE_COLUMNS
+        if (c.key not in GPU_KEYS or any(r.get(c.key) for r in rows))
+        and (c.key != "swap_peak_bytes" or any(r.get(c.key) is not None for r in rows))
+    ]
     parts = [sweep_heading(sweep), render(rows, columns, fmt)]
     if not any(r.get("samples_count") for r in rows):
         parts.append("no run of this sweep has resource samples (sampler off, or recorded before it)")

@@ -80,9 +80,11 @@ def sweeps_heading(sweeps: Sequence[dict[str, Any]]) -> list[str]:
 
 def field_text(name: str, value: Any) -> str:
     if value is None:
-        return "all" if name == "cpus" else "—"
+        return {"cpus": "all", "task": "train", "features": "no"}.get(name, "—")
     if name == "threads":
         return str(value) if value else "default"
+    if name == "features":
+        return "yes" if value else "no"
     if name == "lr":
         return f"{value:g}"
     return number(value)
@@ -137,18 +139,39 @@ def with_range(
     return cell
 
 
+def throughput(r: dict[str, Any]) -> None:
+    """Every timed epoch of a configuration runs the same images (whole batches), so the epoch
+    seconds' median and range give those of images/s and seconds per image without the epochs table."""
+    steps = r.get("steps_per_epoch")
+    images = steps * r["batch_size"] if steps else None
+    r["images_per_epoch"] = images
+    low, high = r["epoch_seconds_min"], r["epoch_seconds_max"]
+    median = r["epoch_seconds_median"]
+    ok = images and low and high and median
+    r["images_per_second_min"] = images / high if ok else None
+    r["images_per_second_max"] = images / low if ok else None
+    r["seconds_per_image_median"] = median / images if ok else None
+    r["seconds_per_image_min"] = low / images if ok else None
+    r["seconds_per_image_max"] = high / images if ok else None
+
+
 def fraction(value: float) -> str:
     """Accuracy as the results table shows it: three decimals."""
     return f"{value:.3f}"
 
 
-def _load(sel: Selection, db: Database) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
-    """The configurations' summaries with a machine label each, and the machine note if any."""
+def load(
+    sel: Selection, db: Database, task: str | None = "train"
+) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
+    """The configurations' summaries with a machine label each, and the machine note if any;
+    only those of `task` (train, inference; None: both)."""
     labels = machine_labels(sel.sweeps)
     rows = summaries(db, sel)
     for row in rows:  # a Ray sweep's nodes of another kind than the driver's machine
         labels.setdefault(row["machine"], node_machine_label(row["machine"]))
     order = {fp: i for i, fp in enumerate(labels)}  # machines in the order of their first sweep
+    if task is not None:
+        rows = [r for r in rows if (r.get("task") or "train") == task]
     for row in rows:
         row["fingerprint"] = row["machine"]
         row["machine"] = labels[row["machine"]]
@@ -158,7 +181,7 @@ def _load(sel: Selection, db: Database) -> tuple[list[dict[str, Any]], dict[str,
     return rows, used, [note] if note else []
 
 
-def _keys(rows: list[dict[str, Any]], always: Sequence[str], exclude: Sequence[str]) -> list[str]:
+def keys_of(rows: list[dict[str, Any]], always: Sequence[str], exclude: Sequence[str]) -> list[str]:
     """What tells rows apart: the machine where there are several, the fields always shown, and
     every other field that varies in the selection, so no two configurations share a row."""
     machine = ["machine"] if len({r["machine"] for r in rows}) > 1 else []
@@ -166,17 +189,17 @@ def _keys(rows: list[dict[str, Any]], always: Sequence[str], exclude: Sequence[s
     return machine + list(always) + extra
 
 
-def _sorting(keys: Sequence[str]) -> list[str]:
+def sorting(keys: Sequence[str]) -> list[str]:
     """Sort keys: machines in the order of their first sweep, not by name."""
     return ["machine_order" if k == "machine" else k for k in keys]
 
 
-def _table(name: str, title: str, sel: Selection, machines: dict[str, str], notes: list[str]) -> Table:
+def new_table(name: str, title: str, sel: Selection, machines: dict[str, str], notes: list[str]) -> Table:
     labels = {label: fp for fp, label in machines.items()}
     return Table(name, title, notes=notes, sweeps=sel.sweeps, machines=labels)
 
 
-def _record(row: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+def record_of(row: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     return {k: row.get(k) for k in keys}
 
 
@@ -201,22 +224,28 @@ def _device(device: str) -> str:
 
 def comparison(db: Database, sel: Selection) -> Table:
     """Rows: framework × dataset size (and any other field that varies); columns: model × device."""
-    rows, machines, notes = _load(sel, db)
-    title = "median seconds per epoch (min–max over timed epochs); — not run; else the outcome"
-    table = _table("comparison", title, sel, machines, notes)
-    keys = _keys(rows, ("framework", "dataset_size"), ("model", "device"))
-    rows.sort(key=lambda r: sort_key(r, _sorting([*keys, "model", "device"])))
+    rows, machines, notes = load(sel, db)
+    title = (
+        "median seconds per epoch (min–max over timed epochs) and milliseconds per image trained; "
+        "— not run; else the outcome"
+    )
+    table = new_table("comparison", title, sel, machines, notes)
+    keys = keys_of(rows, ("framework", "dataset_size"), ("model", "device"))
+    rows.sort(key=lambda r: sort_key(r, sorting([*keys, "model", "device"])))
     pivot: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
-        line = pivot.setdefault(tuple(r[k] for k in keys), {**_record(r, keys), "cells": {}})
+        throughput(r)
+        line = pivot.setdefault(tuple(r[k] for k in keys), {**record_of(r, keys), "cells": {}})
         cell = f"{r['model']} {_device(r['device'])}"
         line["cells"][cell] = r
         line[cell] = r["epoch_seconds_median"] if r["ok_runs"] else r["outcome"]
     table.rows = list(pivot.values())
     models_devices = sorted({(r["model"], r["device"]) for r in rows}, key=_model_device_order)
-    table.columns = key_columns(keys) + [_epoch_column(f"{m} {_device(d)}") for m, d in models_devices]
+    table.columns = key_columns(keys) + [
+        column(f"{m} {_device(d)}") for m, d in models_devices for column in (_epoch_column, _ms_column)
+    ]
     table.record_keys = [*keys, "model", "device", *SUMMARY_KEYS]
-    table.records = [_record(r, table.record_keys) for r in rows]
+    table.records = [record_of(r, table.record_keys) for r in rows]
     return table
 
 
@@ -228,6 +257,7 @@ SUMMARY_KEYS = [
     "epoch_seconds_median",
     "epoch_seconds_min",
     "epoch_seconds_max",
+    "seconds_per_image_median",
     "config_hash",
 ]
 
@@ -236,95 +266,17 @@ def _model_device_order(cell: tuple[str, str]) -> tuple[Any, ...]:
     return sort_key({"model": cell[0], "device": cell[1]}, ("model", "device"))
 
 
+def _ms_column(cell: str) -> Column:
+    def text(row: dict[str, Any]) -> str:
+        s = row["cells"].get(cell)
+        spi = s and s["seconds_per_image_median"]
+        return number(spi * 1000) if spi else "—"
+
+    return Column(f"{cell} ms/image", f"{cell} ms/image", text)
+
+
 def _epoch_column(cell: str) -> Column:
     return Column(f"{cell} epoch s", cell, lambda row: _epoch_cell(row["cells"].get(cell)))
-
-
-# --- throughput against batch size -------------------------------------------------------------
-
-
-def batch(db: Database, sel: Selection) -> Table:
-    """One row per configuration, grouped by everything but the batch size, ascending batch."""
-    rows, machines, notes = _load(sel, db)
-    title = (
-        "throughput by batch size: median over timed epochs (min–max); "
-        "×: images/s against the group's smallest batch that ran ok"
-    )
-    table = _table("batch", title, sel, machines, notes)
-    keys = _keys(rows, ("framework", "model", "device", "threads"), ("batch_size",))
-    rows.sort(key=lambda r: sort_key(r, _sorting([*keys, "batch_size"])))
-    for r in rows:
-        _throughput(r)
-    _speedups(rows, keys)
-    table.rows = rows
-    table.columns = key_columns(keys) + [
-        Column("batch", "batch_size"),
-        Column("outcome", "outcome", lambda r: r["outcome"]),
-        Column("images/s (median, min–max)", "images_per_second_median", _ips_cell),
-        Column("ms/image (median, min–max)", "seconds_per_image_median", _ms_cell),
-        Column("images/s vs smallest batch", "speedup_vs_smallest_batch", _speedup_cell),
-        Column("runs", "runs"),
-    ]
-    table.record_keys = [*keys, "batch_size", *BATCH_KEYS]
-    table.records = [_record(r, table.record_keys) for r in rows]
-    return table
-
-
-BATCH_KEYS = [
-    "outcome",
-    "runs",
-    "ok_runs",
-    "images_per_epoch",
-    "images_per_second_median",
-    "images_per_second_min",
-    "images_per_second_max",
-    "seconds_per_image_median",
-    "seconds_per_image_min",
-    "seconds_per_image_max",
-    "speedup_vs_smallest_batch",
-    "config_hash",
-]
-
-
-def _throughput(r: dict[str, Any]) -> None:
-    """Every timed epoch of a configuration trains the same images (whole batches), so the epoch
-    seconds' median and range give those of images/s and seconds per image without the epochs table."""
-    steps = r.get("steps_per_epoch")
-    images = steps * r["batch_size"] if steps else None
-    r["images_per_epoch"] = images
-    low, high = r["epoch_seconds_min"], r["epoch_seconds_max"]
-    median = r["epoch_seconds_median"]
-    ok = images and low and high and median
-    r["images_per_second_min"] = images / high if ok else None
-    r["images_per_second_max"] = images / low if ok else None
-    r["seconds_per_image_median"] = median / images if ok else None
-    r["seconds_per_image_min"] = low / images if ok else None
-    r["seconds_per_image_max"] = high / images if ok else None
-
-
-def _speedups(rows: list[dict[str, Any]], keys: Sequence[str]) -> None:
-    base: dict[tuple[Any, ...], float] = {}
-    for r in rows:  # ascending batch size within each group
-        group = tuple(r[k] for k in keys)
-        ips = r["images_per_second_median"]
-        if ips and group not in base:
-            base[group] = ips
-        r["speedup_vs_smallest_batch"] = ips / base[group] if ips and group in base else None
-
-
-def _ips_cell(r: dict[str, Any]) -> str:
-    return with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])
-
-
-def _ms_cell(r: dict[str, Any]) -> str:
-    spi = ("seconds_per_image_median", "seconds_per_image_min", "seconds_per_image_max")
-    median, low, high = (r[k] for k in spi)
-    return with_range(median, low, high, scale=1000)
-
-
-def _speedup_cell(r: dict[str, Any]) -> str:
-    value = r["speedup_vs_smallest_batch"]
-    return "—" if value is None else f"×{value:.2f}"
 
 
 # --- validation accuracy against optimizer and learning rate -----------------------------------
@@ -338,11 +290,11 @@ def accuracy_epochs(last: int, step: int = ACCURACY_STEP) -> list[int]:
 
 def accuracy(db: Database, sel: Selection) -> Table:
     """One row per configuration; a column per epoch read, median over repeats and runs (min–max)."""
-    rows, machines, notes = _load(sel, db)
+    rows, machines, notes = load(sel, db)
     title = "validation accuracy (fraction 0–1) after the epoch: median over repeats and runs (min–max)"
-    table = _table("accuracy", title, sel, machines, notes)
-    keys = _keys(rows, ("framework", "optimizer", "lr"), ())
-    rows.sort(key=lambda r: sort_key(r, _sorting(keys)))
+    table = new_table("accuracy", title, sel, machines, notes)
+    keys = keys_of(rows, ("framework", "optimizer", "lr"), ())
+    rows.sort(key=lambda r: sort_key(r, sorting(keys)))
     epochs = accuracy_epochs(max((r["epochs"] for r in rows), default=0))
     values = _accuracies(db, sel, epochs)
     for r in rows:
@@ -356,7 +308,7 @@ def accuracy(db: Database, sel: Selection) -> Table:
     table.record_keys = [*keys, "epoch", "outcome", *ACCURACY_KEYS, "config_hash"]
     # One record per configuration and epoch it trained for (an epoch past its last is not a value).
     table.records = [
-        {**_record(r, keys), "epoch": e, "outcome": r["outcome"], "config_hash": r["config_hash"]}
+        {**record_of(r, keys), "epoch": e, "outcome": r["outcome"], "config_hash": r["config_hash"]}
         | dict(zip(ACCURACY_KEYS, r["accuracy"][e], strict=True))
         for r in rows
         for e in epochs
@@ -394,10 +346,3 @@ def _accuracies(
             row["val_accuracy"]
         )
     return found
-
-
-BUILDERS: dict[str, Callable[[Database, Selection], Table]] = {
-    "comparison": comparison,
-    "batch": batch,
-    "accuracy": accuracy,
-}

@@ -36,6 +36,7 @@ SAMPLE_KEYS = (
     "final",
     "gpu_energy_joules",
     "gpu_power_watts",
+    "swap_bytes",
 )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import signal
 from collections.abc import Generator, Iterator, Mapping, Sequence
@@ -14,9 +16,9 @@ import sqlalchemy as sa
 from orchestrator import record
 from orchestrator.config import RunConfig
 from orchestrator.db import Database
-from orchestrator.execute import RunRecord, run_dir_for
+from orchestrator.execute import RunRecord, now, run_dir_for
 from orchestrator.executors import Executor, Job, LocalExecutor
-from orchestrator.outcomes import RUN_AGAIN_ON_RESUME
+from orchestrator.outcomes import RUN_AGAIN_ON_RESUME, Outcome
 from orchestrator.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -30,13 +32,56 @@ class SweepResult:
     interrupted: bool = False
 
 
-def finished_hashes(db: Database, sweep_id: int) -> set[str]:
-    """Configurations of a sweep that already have a finished run (not interrupted, no cluster fault)."""
+def finished_hashes(db: Database, sweep_id: int, backstop: bool = True) -> set[str]:
+    """Configurations of a sweep that already have a finished run (not interrupted, no cluster fault).
+
+    Without the backstop, a configuration the backstop skipped is not finished: it runs.
+    """
     runs = db.runs
+    unfinished = [*RUN_AGAIN_ON_RESUME] if backstop else [*RUN_AGAIN_ON_RESUME, "skipped"]
     query = sa.select(runs.c.config_hash).where(
-        runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(RUN_AGAIN_ON_RESUME)
+        runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(unfinished)
     )
     return {row["config_hash"] for row in db.rows(query)}
+
+
+def wall_key(config: RunConfig) -> str:
+    """What a configuration is apart from its batch size: runs sharing it hit the same memory wall."""
+    settings = {k: v for k, v in config.to_dict().items() if k != "batch_size"}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def walls_of(db: Database, sweep_id: int) -> dict[str, int]:
+    """The smallest batch at which each configuration ran out of memory in a sweep (for --resume)."""
+    runs = db.runs
+    query = sa.select(runs.c.config_json, runs.c.batch_size).where(
+        runs.c.sweep_id == sweep_id, runs.c.outcome == "oom"
+    )
+    walls: dict[str, int] = {}
+    for row in db.rows(query):
+        _hit_wall(walls, RunConfig(**json.loads(row["config_json"])))
+    return walls
+
+
+def _hit_wall(walls: dict[str, int], config: RunConfig) -> None:
+    key = wall_key(config)
+    walls[key] = min(walls.get(key, config.batch_size), config.batch_size)
+
+
+def skipped_record(config: RunConfig, run_dir: Path, wall: int) -> RunRecord:
+    """The record of a configuration the backstop did not run: it would run out of memory too."""
+    run_dir.mkdir(parents=True)
+    started = now()
+    reason = f"oom at batch {wall}"
+    return RunRecord(
+        config=config,
+        outcome=Outcome("skipped", reason=reason),
+        run_dir=run_dir,
+        started_at=started,
+        ended_at=started,
+        wall_seconds=0.0,
+        worker_command=f"(not run: {reason}; bench run --no-backstop runs it)",
+    )
 
 
 def latest_sweep(db: Database, name: str) -> dict | None:
@@ -64,9 +109,15 @@ def run_configs(
     first_index: int = 1,
     data_files: Mapping[str, Path] | None = None,
     executor: Executor | None = None,
+    walls: dict[str, int] | None = None,
 ) -> SweepResult:
     """Run each configuration and record it as it ends; Ctrl-C or SIGTERM stops the sweep, and
-    what was running is recorded `interrupted`. Local by default; any executor, one way to record."""
+    what was running is recorded `interrupted`. Local by default; any executor, one way to record.
+
+    With ``walls`` (the backstop; {} to start a sweep), a configuration that ran out of memory at
+    batch b makes the same configuration at a larger batch `skipped`, not run; None turns it off.
+    A job an executor took before the wall was known (Ray runs several at once) still runs.
+    """
     executor = executor or LocalExecutor(env_root)
     result = SweepResult(sweep_id)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -76,15 +127,16 @@ def run_configs(
         Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
         for index, config in enumerate(configs, start=first_index)
     )
-    runs = executor.run(jobs, progress)
+    sink = _Sink(db, sweep_id, progress, result, walls)
+    runs = executor.run(sink.backstopped(jobs), progress)
     try:
         try:
-            _record_all(db, sweep_id, runs, progress, result)
+            sink.record_all(runs)
         except KeyboardInterrupt:
             # Here, not in the executor: while a run was being recorded, or between runs. The
             # executor is told, stops what it still runs and yields those runs as interrupted.
             result.interrupted = True
-            _record_all(db, sweep_id, _stopped(runs), progress, result)
+            sink.record_all(_stopped(runs))
         status = "interrupted" if result.interrupted else "finished"
     except KeyboardInterrupt:  # a second one while the stopped runs were recorded
         result.interrupted = True
@@ -95,15 +147,39 @@ def run_configs(
     return result
 
 
-def _record_all(
-    db: Database, sweep_id: int, runs: Iterator[RunRecord], progress: Progress, result: SweepResult
-) -> None:
-    for rec in runs:
-        run_id = record.record_run(db, sweep_id, rec)
-        result.outcomes[run_id] = rec.outcome.outcome
-        progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome), rec.run_dir)
+@dataclass
+class _Sink:
+    """Where every run's record goes, whoever ran it; the backstop's walls move as oom runs land."""
+
+    db: Database
+    sweep_id: int
+    progress: Progress
+    result: SweepResult
+    walls: dict[str, int] | None
+
+    def record_all(self, runs: Iterator[RunRecord]) -> None:
+        for rec in runs:
+            self.record(rec)
+
+    def record(self, rec: RunRecord) -> None:
+        run_id = record.record_run(self.db, self.sweep_id, rec)
+        self.result.outcomes[run_id] = rec.outcome.outcome
+        self.progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome), rec.run_dir)
         if rec.outcome.outcome == "interrupted":
-            result.interrupted = True
+            self.result.interrupted = True
+        if self.walls is not None and rec.outcome.outcome == "oom":
+            _hit_wall(self.walls, rec.config)
+
+    def backstopped(self, jobs: Iterator[Job]) -> Iterator[Job]:
+        """The jobs, less those past their configuration's wall: those are recorded skipped here,
+        as the executor asks for its next job (in the driver, between the records it yields)."""
+        for job in jobs:
+            wall = self.walls.get(wall_key(job.config)) if self.walls is not None else None
+            if wall is not None and job.config.batch_size > wall:
+                self.progress.begin(job.config, job.run_dir)
+                self.record(skipped_record(job.config, job.run_dir, wall))
+                continue
+            yield job
 
 
 def _stopped(runs: Generator[RunRecord, None, None]) -> Iterator[RunRecord]:

@@ -31,6 +31,7 @@ from typing import IO, Any
 
 import psutil
 
+from profiler import swap
 from profiler.nvml import Gpu
 
 # The process tree is found by scanning every process's parent (no cheaper way without
@@ -180,6 +181,7 @@ class Sampler:
         self.rss_at_uss = 0
         self.peak_rss = 0
         self.killed = False
+        self.has_swap = swap.machine_has_swap()
 
     def write(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, separators=(",", ":")) + "\n")
@@ -198,6 +200,7 @@ class Sampler:
             record["uss"] = self.tree.uss()
             self.last_uss, self.rss_at_uss = now, record["rss"]
         record.update(self.gpu.measure(self.tree.pids()))
+        record["swap"] = swap.tree_swap(self.tree.pids()) if self.has_swap else None
         if final:
             record["final"] = True
         self.peak_rss = max(self.peak_rss, record["rss"])
@@ -342,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                 "memory_budget": args.memory_budget,
                 "gpu": sampler.gpu.status,
                 "energy": sampler.gpu.energy,
+                "swap": swap.SOURCE if sampler.has_swap else "none: the machine has no swap",
                 "sampler_pid": os.getpid(),
             }
         )

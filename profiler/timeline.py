@@ -117,6 +117,7 @@ def summarise(timeline: Timeline, cpus_allowed: int) -> dict[str, Any]:
         "uss_peak_bytes": _max([s.get("uss") for s in samples]),
         "gpu_memory_peak_bytes": _max([s.get("gpu_mem") for s in samples]),
         "gpu_util_mean": _mean([s.get("gpu_util") for s in steady]),
+        "swap_peak_bytes": _max([s.get("swap") for s in samples]),
     }
 
 
@@ -174,6 +175,7 @@ def sample_rows(timeline: Timeline, cpus_allowed: int) -> list[dict[str, Any]]:
                 "final": 1 if s.get("final") else 0,
                 "gpu_energy_joules": s.get("gpu_energy"),
                 "gpu_power_watts": s.get("gpu_power"),
+                "swap_bytes": s.get("swap"),
             }
         )
     return rows

@@ -23,9 +23,13 @@ REFERENCE_1000 = {
     "mobilenet_v2": 3_504_872,
     "resnet50": 25_557_032,
     "vgg16": 138_357_544,
+    "googlenet": 6_624_904,
 }
 # What a framework honestly cannot do, with the reason its adapter gives (docs/frameworks/).
-KNOWN_LIMITS = {("singa", "mobilenet_v2"): ("unsupported", "grouped convolution")}
+KNOWN_LIMITS = {
+    ("singa", "mobilenet_v2"): ("unsupported", "grouped convolution"),
+    ("singa", "googlenet"): ("unsupported", "concatenation"),
+}
 QUICK = Path(__file__).resolve().parent.parent / "matrices" / "quick.yaml"
 
 

@@ -42,7 +42,7 @@ def make_folder(root: Path, per_class: int = 12) -> Path:
     return root
 
 
-def make_cifar(root: Path, kind: str, per_file: int = 20) -> Path:
+def make_cifar(root: Path, kind: str, per_file: int = 20, protocol: int = pickle.HIGHEST_PROTOCOL) -> Path:
     root.mkdir(parents=True)
     rng = np.random.RandomState(1)
     names, key = datasets.CIFAR_FILES[kind]
@@ -53,7 +53,7 @@ def make_cifar(root: Path, kind: str, per_file: int = 20) -> Path:
             key: list(rng.randint(0, classes, per_file)),
         }
         with open(root / name, "wb") as f:
-            pickle.dump(batch, f)
+            pickle.dump(batch, f, protocol=protocol)
     return root
 
 
@@ -76,9 +76,11 @@ def test_image_folder_is_decoded_once(tmp_path):
     assert datasets.prepare(cfg) != path
 
 
-@pytest.mark.parametrize("kind", ["cifar10", "cifar100"])
-def test_cifar_batches(tmp_path, kind):
-    root = make_cifar(tmp_path / kind, kind)
+@pytest.mark.parametrize("kind,protocol", [("cifar10", 2), ("cifar10", 5), ("cifar100", 4)])
+def test_cifar_batches(tmp_path, kind, protocol):
+    """Real CIFAR-format files (numpy arrays, lists of numpy ints) load through the restricted unpickler,
+    at protocol 2 (as Python 3 writes bytes there: _codecs.encode) and at 4 and 5 (_frombuffer)."""
+    root = make_cifar(tmp_path / kind, kind, protocol=protocol)
     cfg = config(dataset=kind, data_dir=str(root), image_size=32, classes=10 if kind == "cifar10" else 100)
     with np.load(datasets.prepare(cfg)) as f:
         count = 100 if kind == "cifar10" else 20
@@ -153,3 +155,51 @@ def test_data_errors_are_one_line_before_anything_runs(tmp_path, write_matrix, c
     result = cli("run", "--matrix", "m.yaml")
     assert result.exit_code == 1 and "classes is 10, but" in result.output
     assert not (workdir / "bench.db").exists()
+
+
+class RunsCode:
+    """A pickle that, loaded with pickle.load, would write a marker file (os.system)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickle_that_would_run_code_is_refused(tmp_path, write_matrix, cli, workdir):
+    marker = tmp_path / "ran"
+    # The pickle is real: plain pickle.load runs it (the marker appears), so refusing it means something.
+    probe = tmp_path / "probe.pickle"
+    probe.write_bytes(pickle.dumps(RunsCode(tmp_path / "probe-ran")))
+    pickle.load(open(probe, "rb"))
+    assert (tmp_path / "probe-ran").exists()
+    root = make_cifar(workdir / "cifar", "cifar10")
+    hostile = {b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 1], b"x": RunsCode(marker)}
+    (root / "data_batch_3").write_bytes(pickle.dumps(hostile, protocol=2))
+    write_matrix(
+        "settings: {dataset: cifar10, data_dir: cifar, classes: 10, dataset_size: 20, batch_size: 4}"
+    )
+    result = cli("run", "--matrix", "m.yaml")
+    assert result.exit_code == 1, result.output
+    line = result.output.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert str(root / "data_batch_3") in line and "refused to load posix.system" in line
+    assert not marker.exists()
+    assert not (workdir / "bench.db").exists()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"cbuiltins\neval\n(V1\ntR.",  # builtins.eval, written by hand
+        pickle.dumps({b"data": __import__("collections").OrderedDict()}),  # harmless, but not a CIFAR type
+    ],
+)
+def test_only_the_types_cifar_files_hold_are_admitted(tmp_path, payload):
+    path = tmp_path / "f"
+    path.write_bytes(payload)
+    with pytest.raises(pickle.UnpicklingError, match="refused to load"):
+        datasets.load_data_pickle(path)

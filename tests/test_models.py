@@ -18,8 +18,9 @@ REFERENCE = {
     "mobilenet_v2": (1000, 224, 3_504_872),
     "resnet50": (1000, 224, 25_557_032),
     "vgg16": (1000, 224, 138_357_544),
+    "googlenet": (1000, 224, 6_624_904),  # torchvision's GoogLeNet without its auxiliary heads
 }
-MIN_SIZE = {"small_cnn": 4, "alexnet": 63, "mobilenet_v2": 1, "resnet50": 1, "vgg16": 32}
+MIN_SIZE = {"small_cnn": 4, "alexnet": 63, "mobilenet_v2": 1, "resnet50": 1, "vgg16": 32, "googlenet": 17}
 VOCABULARY = {
     "conv": {"out", "kernel", "stride", "padding", "groups", "bias"},
     "bn": {"eps", "momentum"},
@@ -32,6 +33,7 @@ VOCABULARY = {
     "dense": {"out", "bias"},
     "dropout": {"p"},
     "residual": {"body", "shortcut", "post"},
+    "concat": {"branches"},
 }
 
 
@@ -41,6 +43,9 @@ def _nodes(layers):
         if node["op"] == "residual":
             yield from _nodes(node["body"])
             yield from _nodes(node["shortcut"])
+        if node["op"] == "concat":
+            for branch in node["branches"]:
+                yield from _nodes(branch)
 
 
 @pytest.mark.parametrize("name", models.MODELS)
@@ -125,6 +130,36 @@ def test_resnet50_is_v15_and_mobilenet_has_residuals():
     assert [c["kernel"] for c in strided] == [3, 3, 3]
     mobile = models.build_arch("mobilenet_v2", 1000, 224)["layers"]
     assert sum(n["op"] == "residual" for n in mobile) == 10
+
+
+def test_googlenet_is_inception_v1():
+    layers = models.build_arch("googlenet", 1000, 224)["layers"]
+    modules = [n for n in layers if n["op"] == "concat"]
+    assert len(modules) == 9 and all(len(m["branches"]) == 4 for m in modules)
+    shape = (3, 224, 224)
+    sizes = []
+    for node in layers:
+        shape = models.out_shape(node, shape)
+        if node["op"] == "concat":
+            sizes.append(shape)
+    # the paper's table 1: 3a 256 and 3b 480 at 28, 4a-4e 512 512 512 528 832 at 14, 5a 832, 5b 1024 at 7
+    assert [s[0] for s in sizes] == [256, 480, 512, 512, 512, 528, 832, 832, 1024]
+    assert [s[1] for s in sizes] == [28, 28, 14, 14, 14, 14, 14, 7, 7]
+    assert not [
+        n for n in models.build_arch("googlenet", 1000, 224, features=True)["layers"] if n["op"] == "dense"
+    ]
+
+
+def test_concat_branches_must_agree_in_size():
+    arch = {
+        "name": "bad",
+        "input": [3, 8, 8],
+        "classes": 4,
+        "output": [4],
+        "layers": [models.concat([[models.conv(4, 3, padding=1)], [models.conv(4, 3)]])],
+    }
+    with pytest.raises(ValueError, match="concat branches give .*: their spatial sizes differ"):
+        models.infer(arch)
 
 
 def test_init_is_data_and_scales():

@@ -121,7 +121,7 @@ settings: {dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_si
            timeout: 600}
 axes:
   framework: [mxnet]
-  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16]
+  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet]
 include:
   - {framework: mxnet, model: small_cnn, image_size: 32, threads: 1, optimizer: rmsprop, lr: 0.001,
      repeats: 2}
@@ -273,6 +273,6 @@ def test_cuda_through_the_harness_is_unavailable(sweep):
 
 def test_report_lists_every_run(sweep):
     rows, _, report, _ = sweep
-    assert len(rows) == 7
+    assert len(rows) == 8
     for name in models.MODELS:
         assert name in report

@@ -210,6 +210,29 @@ def test_gpu_columns_are_empty_without_an_nvidia_driver(sweep):
     assert start["gpu"].startswith("no NVML")
 
 
+def test_swap_is_recorded_only_where_the_machine_has_swap(sweep):
+    """The tree's VmSwap per sample and its peak per run; None (not 0) on a machine without swap."""
+    from profiler import swap
+
+    db, runs = sweep
+    run = runs[0]
+    start = next(r for r in sampler_records(run) if r["kind"] == "start")
+    values = [r["swap_bytes"] for r in samples(db, run)]
+    if swap.machine_has_swap():
+        assert start["swap"] == swap.SOURCE
+        assert all(v is not None and v >= 0 for v in values)
+        assert run["swap_peak_bytes"] == max(values)
+    else:
+        assert start["swap"] == "none: the machine has no swap"
+        assert values and all(v is None for v in values) and run["swap_peak_bytes"] is None
+    # The reader itself: VmSwap of live processes (0 without swap), None for one that is gone.
+    assert isinstance(swap.process_swap(os.getpid()), int)
+    assert swap.tree_swap([os.getpid(), os.getppid()]) == swap.process_swap(os.getpid()) + swap.process_swap(
+        os.getppid()
+    )
+    assert swap.process_swap(2**22 + 7) is None
+
+
 def test_phases_are_summarised(sweep):
     db, runs = sweep
     run = runs[0]

@@ -28,7 +28,7 @@ settings:
   timeout: 300
 axes:
   framework: [pytorch]
-  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16]
+  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet]
 include:
   - {framework: fault, fault: segfault, after_steps: 2}
   - {framework: pytorch, model: small_cnn, image_size: 32, threads: 1, optimizer: adam, lr: 0.001}
@@ -92,7 +92,9 @@ def test_every_model_runs_with_the_reference_architecture(sweep, name):
 def test_faults_between_real_runs(sweep):
     rows, _ = sweep
     outcomes = [r["outcome"] for r in rows]
-    assert outcomes[5] == "crash" and outcomes[6] == "ok"
+    fault = next(i for i, r in enumerate(rows) if r["framework"] == "fault")
+    assert fault == len(models.MODELS)  # after every model's real run, before the next real one
+    assert outcomes[fault] == "crash" and outcomes[fault + 1] == "ok"
 
 
 def test_threads_are_applied_and_recorded(sweep):

@@ -108,12 +108,17 @@ def test_comparison_cells_time_outcome_and_not_run(db):
     small = next(line for line in lines if line.startswith("fault") and " 64 " in line)
     big = next(line for line in lines if line.startswith("fault") and " 256 " in line)
     assert expected in small and "crash" not in small
-    assert big.split()[2:] == ["crash", "crash", "—", "—"]  # small_cnn CPU, GPU; resnet50 never ran
+    # epoch s and ms/image of small_cnn CPU, GPU, then resnet50 (never ran)
+    assert big.split()[2:] == ["crash", "—", "crash", "—", "—", "—", "—", "—"]
+    images = ok["steps_per_epoch"] * ok["batch_size"]
+    assert "small_cnn CPU ms/image" in header
+    assert f"{expected}  {number(ok['median_epoch_seconds'] / images * 1000)} " in small
 
     rows = records(db, "--table", "comparison", "--sweep", "1")
     assert len(rows) == 6
     first = cell(rows, dataset_size=64, model="small_cnn", device="cpu")
     assert first["epoch_seconds_median"] == ok["median_epoch_seconds"] and first["runs"] == 1
+    assert first["seconds_per_image_median"] == pytest.approx(ok["median_epoch_seconds"] / images)
     assert cell(rows, dataset_size=256, model="small_cnn", device="cuda")["outcome"] == "crash"
     assert not [r for r in rows if r["dataset_size"] == 256 and r["model"] == "resnet50"]
 
@@ -126,7 +131,8 @@ def test_comparison_csv_and_markdown(db):
     assert all(r["epoch_seconds_median"] == "" for r in rows if r["outcome"] == "crash")
     md = bench(db, "report", "--table", "comparison", "--sweep", "1", "--format", "markdown").output
     assert (
-        "| framework | dataset (images) | small_cnn CPU epoch s |" in md and "| crash | crash | — | — |" in md
+        "| framework | dataset (images) | small_cnn CPU epoch s | small_cnn CPU ms/image |" in md
+        and "| crash | — | crash | — | — | — | — | — |" in md
     )
 
 
@@ -165,7 +171,9 @@ def test_runs_of_one_sweep_on_two_kinds_of_node_are_never_pooled(db):
         rows = records(db, "--table", "comparison", "--sweep", "1")
         assert {r["machine"].endswith("[0badc0de]") for r in rows} == {True, False}
         out = bench(db, "report", "--table", "comparison", "--sweep", "1").output
-        assert "note: these results come from 2 machines" in out and "Other CPU x64, 512 GiB [0badc0de]" in out
+        assert (
+            "note: these results come from 2 machines" in out and "Other CPU x64, 512 GiB [0badc0de]" in out
+        )
     finally:  # the fixture's database is shared by the module's tests
         for row in before:
             dbs.execute(db, "UPDATE runs SET machine = :m WHERE id = :i", m=row["machine"], i=row["id"])
@@ -265,6 +273,11 @@ def test_compare_two_sweeps(db):
                 r["b_epoch_seconds_median"] / r["a_epoch_seconds_median"]
             )
             assert r["a_timed_epochs"] == 3
+            # the same images per epoch on both sides: time per image keeps the epoch ratio
+            assert 0 < r["a_seconds_per_image_median"] < r["a_epoch_seconds_median"]
+            assert r["b_seconds_per_image_median"] / r["a_seconds_per_image_median"] == pytest.approx(
+                r["epoch_ratio"]
+            )
             # A run of a fraction of a second may end before its first sample on a busy machine.
             if r["a_rss_peak_bytes_median"] and r["b_rss_peak_bytes_median"]:
                 assert r["rss_ratio"] == r["b_rss_peak_bytes_median"] / r["a_rss_peak_bytes_median"]

@@ -24,10 +24,14 @@ def test_every_matrix_file_is_tested():
         "optimizers",
         "threads",
         "cifar-cnn",
+        "inference",
+        "googlenet-alexnet",
     }
 
 
-@pytest.mark.parametrize("name", ["quick", "full", "batch-sweep", "optimizers", "threads"])
+@pytest.mark.parametrize(
+    "name", ["quick", "full", "batch-sweep", "optimizers", "threads", "inference", "googlenet-alexnet"]
+)
 def test_matrix_loads_with_every_framework(name):
     m = load_matrix(MATRICES / f"{name}.yaml")
     assert {c.framework for c in m.configs} >= set(REAL)
@@ -44,6 +48,12 @@ def test_the_research_grids():
     assert {(c.optimizer, c.lr) for c in opt} == {
         (o, lr) for o in ("sgd", "adam", "rmsprop") for lr in (0.01, 0.001, 0.0001)
     }
+    inference = load_matrix(MATRICES / "inference.yaml").configs
+    assert {c.task for c in inference} == {"inference"} and len(inference) == 5 * 5 * 2 * 2
+    assert {(c.model, c.features) for c in inference} >= {("resnet50", True), ("resnet50", None)}
+    wall = load_matrix(MATRICES / "googlenet-alexnet.yaml").configs
+    assert {c.model for c in wall} == {"googlenet", "alexnet"}
+    assert [c.batch_size for c in wall[:10]] == sorted(c.batch_size for c in wall[:10])  # ascending
     quick = load_matrix(MATRICES / "quick.yaml").configs
     assert [c.framework for c in quick].count("fault") == 1
 

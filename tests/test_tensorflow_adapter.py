@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # (model, image size) pairs whose Keras outputs are compared with PyTorch's: stride-2 and max-pool
 # padding, residual adds, depthwise convolutions, adaptive pooling from 1x1 to 6x6.
-CROSS = [["small_cnn", 32], ["alexnet", 64], ["mobilenet_v2", 32], ["resnet50", 32]]
+CROSS = [["small_cnn", 32], ["alexnet", 64], ["mobilenet_v2", 32], ["resnet50", 32], ["googlenet", 32]]
 
 TORCH_SIDE = textwrap.dedent(
     """
@@ -148,6 +148,9 @@ DRIVER = textwrap.dedent(
             if node["op"] == "residual":
                 param_nodes(node["body"], shape, found)
                 param_nodes(node["shortcut"], shape, found)
+            if node["op"] == "concat":
+                for branch in node["branches"]:
+                    param_nodes(branch, shape, found)
             if node["op"] == "flatten":
                 found.append((node, shape))
             shape = models.out_shape(node, shape)
@@ -214,7 +217,7 @@ MATRIX = """
 name: tensorflow-models
 settings: {dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 64, classes: 3,
            threads: 1, timeout: 600}
-axes: {framework: [tensorflow], model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16]}
+axes: {framework: [tensorflow], model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet]}
 """
 
 

@@ -48,6 +48,8 @@ def test_train_runs_and_records_one_configuration(cli, workdir, db_url):
         ),
         (("--dataset", "cifar10"), "--data-dir: dataset cifar10 needs the folder"),
         (("--fault", "segfault"), "--fault: only applies to framework fault"),
+        (("--features", "true"), "--features: features applies to task: inference"),
+        (("--task", "predict"), "--task: unknown task 'predict' (known: train, inference)"),
         (("--cpus", "1-"), "--cpus: expected CPU numbers such as [0, 1]"),
         (("--memory-budget", "lots"), "--memory-budget: expected a size such as 512MiB"),
         (

@@ -11,12 +11,14 @@ Conventions every translator must follow (see docs/models.md):
 - ``bn`` momentum is the weight of the new batch statistic (PyTorch's convention; Keras's
   ``momentum`` is ``1 - momentum``); ``global_avgpool`` yields a (C,) vector;
 - ``residual`` adds ``body(x)`` and ``shortcut(x)`` (an empty shortcut is the identity), then
-  applies ``post`` ("relu" or None).
+  applies ``post`` ("relu" or None);
+- ``concat`` runs each of its ``branches`` (layer lists) on the same input and concatenates their
+  outputs along the channels, in branch order (Inception's module).
 """
 
 import math
 
-MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16")
+MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet")
 
 # PyTorch's BatchNorm defaults, written down so that frameworks with other defaults
 # (Keras: eps 1e-3, momentum 0.99 in its convention) are set to the same values.
@@ -106,6 +108,10 @@ def adaptive_avgpool(size):
 
 def residual(body, shortcut, post):
     return {"op": "residual", "body": body, "shortcut": shortcut, "post": post}
+
+
+def concat(branches):
+    return {"op": "concat", "branches": branches}
 
 
 # -- the five models ----------------------------------------------------------------------------
@@ -198,21 +204,76 @@ def _resnet50(classes):
     return layers + [simple("global_avgpool"), dense(classes)]
 
 
+def _inception(c1, c3r, c3, c5r, c5, pool):
+    """Inception v1's module, torchvision's variant: four branches (1x1; 1x1 then 3x3; 1x1 then
+    3x3 where the paper has 5x5; 3x3 max-pool then 1x1), each convolution bias-free with batch
+    norm and ReLU, concatenated along the channels."""
+    return concat([
+        _conv_bn(c1, 1),
+        _conv_bn(c3r, 1) + _conv_bn(c3, 3),
+        _conv_bn(c5r, 1) + _conv_bn(c5, 3),
+        [maxpool(3, 1, 1)] + _conv_bn(pool, 1),
+    ])
+
+
+def _googlenet(classes):
+    """GoogLeNet (Inception v1) as torchvision builds it, without its auxiliary classifiers:
+    batch norm after every convolution (the BN-free original does not train from this benchmark's
+    initialisation: its loss diverged within four steps), 3x3 in the "5x5" branch, no local
+    response normalisation. torchvision's ceil-mode pools are written as padded floor-mode pools,
+    which give the same sizes at 224 px (56, 28, 14, 7) and the same parameters."""
+    return (
+        _conv_bn(64, 7, 2) + [maxpool(3, 2, 1)]
+        + _conv_bn(64, 1) + _conv_bn(192, 3) + [maxpool(3, 2, 1)]
+        + [_inception(64, 96, 128, 16, 32, 32), _inception(128, 128, 192, 32, 96, 64), maxpool(3, 2, 1)]
+        + [_inception(192, 96, 208, 16, 48, 64), _inception(160, 112, 224, 24, 64, 64),
+           _inception(128, 128, 256, 24, 64, 64), _inception(112, 144, 288, 32, 64, 64),
+           _inception(256, 160, 320, 32, 128, 128), maxpool(2, 2)]
+        + [_inception(256, 160, 320, 32, 128, 128), _inception(384, 192, 384, 48, 128, 128)]
+        + [simple("global_avgpool"), dropout(0.2), dense(classes)]
+    )
+
+
 _BUILDERS = {
     "small_cnn": _small_cnn,
     "alexnet": _alexnet,
     "mobilenet_v2": _mobilenet_v2,
     "resnet50": _resnet50,
     "vgg16": _vgg16,
+    "googlenet": _googlenet,
 }
 
 
-def build_arch(name, classes, image_size):
-    """The architecture as data: {"name", "input": [3, H, W], "classes", "layers"}."""
+POOLS = ("maxpool", "adaptive_avgpool", "global_avgpool")
+
+
+def build_arch(name, classes, image_size, features=False):
+    """The architecture as data: {"name", "input": [3, H, W], "classes", "layers", "output"}.
+
+    ``output`` is the shape the layers end in: [classes], or with ``features`` the pooled
+    features (see features_layers). Every translator checks its model against it.
+    """
     if name not in _BUILDERS:
         raise ValueError("unknown model {!r}; known: {}".format(name, ", ".join(MODELS)))
-    return {"name": name, "input": [3, image_size, image_size], "classes": classes,
-            "layers": _BUILDERS[name](classes)}
+    layers = _BUILDERS[name](classes)
+    if features:
+        layers = features_layers(layers, (3, image_size, image_size))
+    arch = {"name": name, "input": [3, image_size, image_size], "classes": classes, "layers": layers,
+            "features": bool(features)}
+    arch["output"] = list(_walk(layers, arch["input"])[0]) if features else [classes]
+    return arch
+
+
+def features_layers(layers, shape):
+    """The layers up to the last top-level pooling layer, flattened: the pooled features the
+    feature-extraction benchmarks read (ResNet50 and MobileNetV2: the global average pool,
+    2048 and 1280 values; AlexNet and VGG16: their adaptive pool, flattened; small_cnn: its
+    last max-pool, flattened). The classifier after it is left out."""
+    last = max(i for i, node in enumerate(layers) if node["op"] in POOLS)
+    kept = list(layers[:last + 1])
+    if len(_walk(kept, shape)[0]) != 1:
+        kept.append(simple("flatten"))
+    return kept
 
 
 # -- shape inference ----------------------------------------------------------------------------
@@ -262,6 +323,12 @@ def out_shape(node, shape):
         return (size,)
     if op == "dense":
         return (node["out"],)
+    if op == "concat":
+        outs = [_walk(branch, shape)[0] for branch in node["branches"]]
+        if any(len(o) != 3 or o[1:] != outs[0][1:] for o in outs):
+            raise ValueError("concat branches give {}: their spatial sizes differ".format(
+                [list(o) for o in outs]))
+        return (sum(o[0] for o in outs),) + tuple(outs[0][1:])
     if op == "residual":
         body = _walk(node["body"], shape)[0]
         short = _walk(node["shortcut"], shape)[0]
@@ -284,6 +351,8 @@ def node_parameters(node, shape):
         return node["out"] * (shape[0] + (1 if node["bias"] else 0))
     if op == "residual":
         return _walk(node["body"], shape)[1] + _walk(node["shortcut"], shape)[1]
+    if op == "concat":
+        return sum(_walk(branch, shape)[1] for branch in node["branches"])
     return 0
 
 
@@ -301,9 +370,9 @@ def _walk(layers, shape):
 def infer(arch):
     """{"output_shape": [...], "parameters": n} by shape inference; ValueError if it cannot run."""
     shape, total = _walk(arch["layers"], arch["input"])
-    if shape != (arch["classes"],):
-        raise ValueError("{} ends in shape {}, expected [{}]".format(
-            arch["name"], list(shape), arch["classes"]))
+    if list(shape) != arch["output"]:
+        raise ValueError("{} ends in shape {}, expected {}".format(
+            arch["name"], list(shape), arch["output"]))
     return {"output_shape": list(shape), "parameters": total}
 
 

@@ -46,23 +46,30 @@ def _warmup(adapter, config, events, train_size, marks):
     steps = adapter.prepare_epoch(epoch_order(config["seed"], 0, train_size))
     events.set_phase("warmup", steps=config["warmup_steps"])
     marks.push("warmup")
+    step = _step_function(adapter, config)
     for i in range(config["warmup_steps"]):
-        adapter.train_step(i % steps)
+        step(i % steps)
         events.step(0, i + 1)
     adapter.synchronize()
     marks.pop()
 
 
-def _steps(adapter, events, epoch, steps, marks):
+def _step_function(adapter, config):
+    """What one step is: an optimizer step, or (task inference) a forward pass in evaluation mode
+    without gradients."""
+    return adapter.infer_step if config.get("task") == "inference" else adapter.train_step
+
+
+def _steps(step, events, epoch, steps, marks):
     """The timed loop; with NVTX (cuda runs) each step is a range of its own."""
     if not marks.active:
         for i in range(steps):
-            adapter.train_step(i)
+            step(i)
             events.step(epoch, i + 1)
         return
     for i in range(steps):
         marks.push("step {}".format(i + 1))
-        adapter.train_step(i)
+        step(i)
         events.step(epoch, i + 1)
         marks.pop()
 
@@ -81,7 +88,7 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
         session.start()
     marks.push("epoch {}".format(epoch))
     start = time.perf_counter()
-    _steps(adapter, events, epoch, steps, marks)
+    _steps(_step_function(adapter, config), events, epoch, steps, marks)
     adapter.synchronize()
     seconds = time.perf_counter() - start
     marks.pop()
@@ -89,9 +96,11 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
         session.stop(seconds)
     if faults is not None:
         faults = minor_faults() - faults
-    train_loss = adapter.epoch_loss()
-    events.set_phase("eval", epoch=epoch, repeat=repeat)
-    val_loss, val_accuracy = adapter.evaluate()
+    train_loss = val_loss = val_accuracy = None
+    if config.get("task") != "inference":  # inference trains nothing: no loss, nothing to evaluate
+        train_loss = adapter.epoch_loss()
+        events.set_phase("eval", epoch=epoch, repeat=repeat)
+        val_loss, val_accuracy = adapter.evaluate()
     images = steps * config["batch_size"]
     record = {
         "repeat": repeat,
@@ -101,6 +110,7 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
         "images": images,
         "images_per_second": images / seconds if seconds > 0 else None,
         "seconds_per_image": seconds / images if images else None,
+        "seconds_per_1000_images": 1000.0 * seconds / images if images else None,
         "train_loss": train_loss,
         "val_loss": val_loss,
         "val_accuracy": val_accuracy,

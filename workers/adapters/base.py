@@ -32,6 +32,10 @@ class Unavailable(WorkerFailure):
     """The framework cannot be imported or used here; the message says why and how to fix it."""
 
 
+def base_unsupported(name, what):
+    return Unsupported("the {} adapter has no {}".format(name or "this", what))
+
+
 class Tracer(object):
     """A per-operator (CPU) or per-kernel (GPU) profiler, driven by the shared runner.
 
@@ -85,7 +89,8 @@ class Adapter(object):
         """Build the configured model from its one definition (workers.models); return params."""
         from workers import models
 
-        arch = models.build_arch(self.config["model"], self.config["classes"], self.config["image_size"])
+        cfg = self.config
+        arch = models.build_arch(cfg["model"], cfg["classes"], cfg["image_size"], bool(cfg.get("features")))
         return self.build(arch)
 
     def build(self, arch):
@@ -117,6 +122,12 @@ class Adapter(object):
     def train_step(self, index):
         """One optimizer step on batch ``index``; must not synchronise the device."""
         raise NotImplementedError
+
+    def infer_step(self, index):
+        """One forward pass on batch ``index`` in evaluation mode (dropout off, batch-norm on its
+        running statistics), recording no gradients (task: inference); keeps the output (on the
+        device) so nothing is optimised away; must not synchronise the device."""
+        raise base_unsupported(self.name, "task: inference")
 
     def synchronize(self):
         """Block until all queued device work is done."""

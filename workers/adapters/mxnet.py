@@ -40,6 +40,7 @@ class Adapter(base.Adapter):
         self._x = self._y = None  # training arrays (numpy) from load_data()
         self._val = []  # validation batches as (x, y, real rows), padded to batch_size
         self._batches = []
+        self._output = None  # the last inference step's output
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -89,7 +90,7 @@ class Adapter(base.Adapter):
         gluon = mx.gluon
         self._layers = []
         net, shape = self._sequential(arch["layers"], tuple(arch["input"]))
-        if list(shape) != [arch["classes"]]:
+        if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         # Every layer was given its input size, so nothing is deferred: the shapes (and the
         # parameter count) are known now, without a forward pass. Zero is a cheap placeholder.
@@ -200,6 +201,14 @@ class Adapter(base.Adapter):
         self._loss_sum += loss.sum()  # queued on the engine: no read-back per step
         self._steps += 1
 
+    def infer_step(self, index):
+        x = self._batches[index][0]
+        if self.gpu:
+            x = x.as_in_context(self.ctx)
+        # Outside autograd.record(): inference mode (dropout off, BN on running statistics),
+        # nothing recorded for gradients. Queued on the engine; synchronize() waits for it.
+        self._output = self.net(x)
+
     def synchronize(self):
         if self.mx is not None:
             self.mx.nd.waitall()
@@ -287,6 +296,9 @@ class Adapter(base.Adapter):
             body = self._sequential(node["body"], shape)[0]
             shortcut = self._sequential(node["shortcut"], shape)[0] if node["shortcut"] else None
             return [_block_classes(self.mx)["Residual"](body, shortcut, node["post"] == "relu")]
+        if op == "concat":
+            branches = [self._sequential(branch, shape)[0] for branch in node["branches"]]
+            return [_block_classes(self.mx)["Concat"](branches)]
         raise base.Unsupported("layer op {!r} is not supported by the MXNet adapter".format(op))
 
 
@@ -426,7 +438,7 @@ def _initialise(mx, node, block, channels):
 
 
 def _block_classes(mx):
-    """Residual and AdaptiveAvgPool HybridBlocks, defined once mxnet is imported."""
+    """Residual, Concat and AdaptiveAvgPool HybridBlocks, defined once mxnet is imported."""
     if _BLOCKS:
         return _BLOCKS
     nn = mx.gluon.nn
@@ -453,5 +465,17 @@ def _block_classes(mx):
         def hybrid_forward(self, F, x):
             return F.contrib.AdaptiveAvgPooling2D(x, output_size=self.size)
 
-    _BLOCKS.update(Residual=Residual, AdaptiveAvgPool=AdaptiveAvgPool)
+    class Concat(nn.HybridBlock):
+        """Each branch on the same input, concatenated along the channels in branch order."""
+
+        def __init__(self, branches, **kwargs):
+            super(Concat, self).__init__(**kwargs)
+            self.branches = branches
+            for i, branch in enumerate(branches):
+                self.register_child(branch, "branch{}".format(i))
+
+        def hybrid_forward(self, F, x):
+            return F.concat(*[branch(x) for branch in self.branches], dim=1)
+
+    _BLOCKS.update(Residual=Residual, AdaptiveAvgPool=AdaptiveAvgPool, Concat=Concat)
     return _BLOCKS

@@ -18,7 +18,7 @@ from workers import data, models
 from workers.adapters import base
 
 _OOM_TEXT = ("out of memory", "resourceexhausted", "cannot allocate memory")
-_RESIDUAL = []  # the Residual nn.Layer class, made once paddle is imported
+_RESIDUAL = []  # the Residual and Concat nn.Layer classes, made once paddle is imported
 _NOTICES = ("No ccache found", "When training, we now always track global mean and variance")
 # Paddle's RMSProp adds epsilon INSIDE the square root (g / sqrt(v + eps)); PyTorch adds it
 # outside (g / (sqrt(v) + eps), eps 1e-8). eps**2 inside gives the same floor of 1e-8 on the
@@ -47,6 +47,7 @@ class Adapter(base.Adapter):
         self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # numpy arrays from load_data()
         self._batches = []
+        self._output = None  # the last inference step's output
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -99,7 +100,7 @@ class Adapter(base.Adapter):
         # Seed here too: the initialisers draw from the global generator as layers are made.
         paddle.seed(self.config["seed"])
         model, shape = _sequential(paddle, arch["layers"], tuple(arch["input"]))
-        if list(shape) != [arch["classes"]]:
+        if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         model.train()
         self.model = model
@@ -202,6 +203,15 @@ class Adapter(base.Adapter):
         self.optimizer.clear_grad(set_to_zero=False)
         self._loss_sum.add_(loss.detach())  # stays a tensor: no read-back per step
         self._steps += 1
+
+    def infer_step(self, index):
+        x = self._batches[index][0]
+        if self.cuda:
+            x = x.cuda(blocking=False)
+        if self.model.training:  # once: inference never trains, so eval mode stays
+            self.model.eval()
+        with self.paddle.no_grad():
+            self._output = self.forward(x)
 
     def synchronize(self):
         if self.cuda:
@@ -401,6 +411,9 @@ def _layer(paddle, node, shape):
         shortcut = _sequential(paddle, node["shortcut"], shape)[0] if node["shortcut"] else None
         post = nn.ReLU() if node["post"] == "relu" else None
         return _residual_class(paddle)(body, shortcut, post)
+    if op == "concat":
+        branches = [_sequential(paddle, branch, shape)[0] for branch in node["branches"]]
+        return _residual_class(paddle, "Concat")(branches)
     raise base.Unsupported("layer op {!r} is not supported by the Paddle adapter".format(op))
 
 
@@ -423,7 +436,7 @@ def _initializer(init, rule, fans):
     raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
 
 
-def _residual_class(paddle):
+def _residual_class(paddle, name="Residual"):
     if not _RESIDUAL:
 
         class Residual(paddle.nn.Layer):
@@ -438,5 +451,15 @@ def _residual_class(paddle):
                 out = out + (x if self.shortcut is None else self.shortcut(x))
                 return out if self.post is None else self.post(out)
 
-        _RESIDUAL.append(Residual)
-    return _RESIDUAL[0]
+        class Concat(paddle.nn.Layer):
+            """Each branch on the same input, concatenated along the channels in branch order."""
+
+            def __init__(self, branches):
+                super().__init__()
+                self.branches = paddle.nn.LayerList(branches)
+
+            def forward(self, x):
+                return paddle.concat([branch(x) for branch in self.branches], axis=1)
+
+        _RESIDUAL.append({"Residual": Residual, "Concat": Concat})
+    return _RESIDUAL[0][name]

@@ -11,7 +11,7 @@ from workers import data, models
 from workers.adapters import base
 
 _OOM_TEXT = ("out of memory", "can't allocate memory")
-_RESIDUAL = []  # the Residual nn.Module class, made once torch is imported
+_RESIDUAL = []  # the Residual and Concat nn.Module classes, made once torch is imported
 
 
 class Adapter(base.Adapter):
@@ -30,6 +30,7 @@ class Adapter(base.Adapter):
         self._x = self._y = self._x_val = self._y_val = None  # host tensors from load_data()
         self._x_epoch = self._y_epoch = None  # this epoch's batches, in order (pinned on cuda)
         self._batches = []
+        self._output = None  # the last inference step's output, kept on the device
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -81,7 +82,7 @@ class Adapter(base.Adapter):
         torch.manual_seed(self.config["seed"])
         with torch.no_grad():
             model, shape = _sequential(torch.nn, arch["layers"], tuple(arch["input"]))
-        if list(shape) != [arch["classes"]]:
+        if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         self.model = model.to(self.device).train()
         self._initial = {k: v.detach().to("cpu", copy=True)
@@ -164,6 +165,15 @@ class Adapter(base.Adapter):
         optimizer.step()
         self._loss_sum += loss.detach()  # stays on the device: no sync per step
         self._steps += 1
+
+    def infer_step(self, index):
+        x = self._batches[index][0]
+        if self.cuda:
+            x = x.to(self.device, non_blocking=True)
+        if self.model.training:  # once: inference never trains, so eval mode stays
+            self.model.eval()
+        with self.torch.no_grad():
+            self._output = self.model(x)
 
     def synchronize(self):
         if self.cuda:
@@ -319,6 +329,9 @@ def _module(nn, node, shape, inplace):
         return nn.Flatten()
     if op == "dropout":
         return nn.Dropout(node["p"])
+    if op == "concat":
+        branches = [_sequential(nn, branch, shape)[0] for branch in node["branches"]]
+        return _residual_class(nn, "Concat")(branches)
     if op == "residual":
         body = _sequential(nn, node["body"], shape)[0]
         shortcut = _sequential(nn, node["shortcut"], shape)[0]
@@ -344,8 +357,9 @@ def _initialise(layer, op, fans):
             raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
 
 
-def _residual_class(nn):
+def _residual_class(nn, name="Residual"):
     if not _RESIDUAL:
+        import torch
 
         class Residual(nn.Module):
             """body(x) + shortcut(x), then post; an empty shortcut Sequential is the identity."""
@@ -359,5 +373,15 @@ def _residual_class(nn):
                 out += self.shortcut(x)
                 return out if self.post is None else self.post(out)
 
-        _RESIDUAL.append(Residual)
-    return _RESIDUAL[0]
+        class Concat(nn.Module):
+            """Each branch on the same input, concatenated along the channels in branch order."""
+
+            def __init__(self, branches):
+                super().__init__()
+                self.branches = nn.ModuleList(branches)
+
+            def forward(self, x):
+                return torch.cat([branch(x) for branch in self.branches], 1)
+
+        _RESIDUAL.append({"Residual": Residual, "Concat": Concat})
+    return _RESIDUAL[0][name]

@@ -54,6 +54,7 @@ class Adapter(base.Adapter):
         self.graph_runs = 0  # training runs of the buffered graph since build (singa_trace divides by it)
         self._arrays = None
         self._x_epoch = self._y_epoch = None
+        self._output = None  # the last inference step's output
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -121,7 +122,7 @@ class Adapter(base.Adapter):
         self._loss_sum.set_value(0.0)
         translator = _Translator(sg, self.dev, size)
         steps, out = translator.layers(arch["layers"], shape)
-        if list(out) != [arch["classes"]]:
+        if list(out) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(out)))
         self.optimizer = sg["opt"].SGD(lr=float(self.config["lr"]),
                                        momentum=float(self.config.get("momentum") or 0.0))
@@ -191,6 +192,12 @@ class Adapter(base.Adapter):
         self.net(self._tx, self._ty)  # the graph also adds the loss to _loss_sum
         self._steps += 1
         self.graph_runs += 1
+
+    def infer_step(self, index):
+        HostIO.put(self._tx, self._x_epoch[index])
+        if self.net.training:  # once: eval mode (autograd.training off) runs forward() alone,
+            self.net.eval()    # eagerly, with no graph buffered and nothing kept for backward
+        self._output = self.net(self._tx)
 
     def synchronize(self):
         self.dev.Sync()
@@ -445,6 +452,8 @@ class _Translator(object):
             return lambda x: dropout(ratio)(x)[0]
         if op == "residual":
             return self.residual(node, shape)
+        if op == "concat":
+            return self.concat(node, shape)
         raise base.Unsupported("layer op {!r} is not supported by the Singa adapter".format(op))
 
     def keep(self, node, shape, made):
@@ -464,6 +473,26 @@ class _Translator(object):
                 short = step(short)
             out = ag.add(out, short)
             return ag.relu(out) if post == "relu" else out
+
+        return run
+
+    def concat(self, node, shape):
+        if not hasattr(self.sg["wrap"], "VecTensor"):
+            raise base.Unsupported(
+                "concatenation (Inception's module): singa {}'s autograd.cat passes its inputs to "
+                "ConcatOn as a singa_wrap.VecTensor, which this wheel's binding lacks (no "
+                "std::vector<Tensor> typemap: ConcatOn refuses a list too)".format(self.sg["version"]))
+        branches = [self.layers(branch, shape)[0] for branch in node["branches"]]
+        cat = self.sg["autograd"].cat
+
+        def run(x):
+            outs = []
+            for steps in branches:
+                out = x
+                for step in steps:
+                    out = step(out)
+                outs.append(out)
+            return cat(outs, 1)
 
         return run
 

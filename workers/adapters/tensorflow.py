@@ -32,7 +32,7 @@ class Adapter(base.Adapter):
         self.optimizer = None
         self._initial = None  # numpy copies of every model variable (weights, BN stats, dropout seeds)
         self._optimizer_initial = None  # numpy copies of the optimizer's variables right after build
-        self._train_fn = self._eval_fn = None
+        self._train_fn = self._eval_fn = self._infer_fn = self._output = None
         self._loss_sum = None
         self._steps = 0
         self._x = self._y = None  # host arrays (NHWC) from load_data()
@@ -97,7 +97,7 @@ class Adapter(base.Adapter):
         tf.random.set_seed(self.config["seed"])
         with tf.device(self.device):
             model, shape = _Builder(keras, self.config["seed"]).model(arch)
-            if list(shape) != [arch["classes"]]:
+            if list(shape) != arch["output"]:
                 raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
             self.model = model
             self.optimizer = self._make_optimizer()
@@ -122,7 +122,7 @@ class Adapter(base.Adapter):
         if self.model is None:
             return
         self.model = self.optimizer = self._initial = self._optimizer_initial = None
-        self._train_fn = self._eval_fn = self._loss_sum = None
+        self._train_fn = self._eval_fn = self._infer_fn = self._loss_sum = self._output = None
         self.keras.backend.clear_session()  # also collects garbage
 
     def _make_optimizer(self):
@@ -169,9 +169,16 @@ class Adapter(base.Adapter):
             hits = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int64), y)
             return tf.reduce_sum(xent(labels=y, logits=logits)), tf.reduce_sum(tf.cast(hits, tf.int64))
 
+        # Inference (task: inference): the forward graph alone, evaluation mode, no tape.
+        @tf.function(input_signature=[tf.TensorSpec((self.config["batch_size"], h, w, c), tf.float32)],
+                     jit_compile=self.gpu)
+        def infer(x):
+            return model(x, training=False)
+
         with tf.device(self.device):
-            train.get_concrete_function()
-        self._train_fn, self._eval_fn = train, evaluate
+            # Trace now, untimed, the graph the timed steps will run.
+            (infer if self.config.get("task") == "inference" else train).get_concrete_function()
+        self._train_fn, self._eval_fn, self._infer_fn = train, evaluate, infer
 
     def reset(self):
         # Every variable, the dropout layers' seed states included: repeats draw the same masks.
@@ -222,6 +229,9 @@ class Adapter(base.Adapter):
         x, y = self._batches[index]
         self._train_fn(x, y)
         self._steps += 1
+
+    def infer_step(self, index):
+        self._output = self._infer_fn(self._batches[index][0])
 
     def synchronize(self):
         # On CPU a tf.function call returns when its graph has run (synchronous execution is
@@ -428,6 +438,8 @@ class _Builder(object):
             shortcut = self.walk(node["shortcut"], x, shape)[0] if node["shortcut"] else x
             out = layers.Add()([body, shortcut])
             return layers.ReLU()(out) if node["post"] == "relu" else out
+        if op == "concat":  # channels-last: channels are the last axis
+            return layers.Concatenate(axis=-1)([self.walk(b, x, shape)[0] for b in node["branches"]])
         raise base.Unsupported("layer op {!r} is not supported by the TensorFlow adapter".format(op))
 
     def conv(self, node, x, shape):
