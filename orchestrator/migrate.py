@@ -137,9 +137,12 @@ def _widen_outcome_check(conn: Connection, statements: list[str]) -> None:
 
 def _widen_outcome_check_postgres(conn: Connection, check: str) -> None:
     """PostgreSQL alters constraints in place: drop the outcome CHECK and add the schema's."""
-    names = conn.exec_driver_sql(
-        "SELECT conname FROM pg_constraint WHERE conrelid = 'runs'::regclass AND contype = 'c' "
-        "AND pg_get_constraintdef(oid) LIKE '%outcome%'"
+    names = conn.execute(
+        sa.text(
+            "SELECT conname FROM pg_constraint WHERE conrelid = 'runs'::regclass AND contype = 'c' "
+            "AND pg_get_constraintdef(oid) LIKE :outcome"
+        ),
+        {"outcome": "%outcome%"},
     ).scalars()
     drops = [f"DROP CONSTRAINT {name}" for name in names]
     conn.exec_driver_sql(

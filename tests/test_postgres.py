@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from orchestrator import postgres
 from orchestrator.cli import cli as bench_cli
 from orchestrator.db import Database, _statements, schema_version
+from orchestrator.outcomes import OUTCOMES
 from tests import dbs
 from tests.conftest import bench_command
 
@@ -289,6 +290,13 @@ def test_an_old_postgres_database_is_upgraded_and_keeps_what_it_had(pg_server, o
     Database(url, create=False).close()
     assert columns(url) == columns(fresh)
     assert dbs.query(url, "SELECT version FROM schema_version") == [{"version": schema_version()}]
+    # the outcome CHECK was replaced by the schema's, which lists every outcome bench records
+    (check,) = dbs.query(
+        url,
+        "SELECT pg_get_constraintdef(oid) AS d FROM pg_constraint "
+        "WHERE conrelid = 'runs'::regclass AND contype = 'c'",
+    )
+    assert all(f"'{name}'" in check["d"] for name in OUTCOMES), check["d"]
     assert dbs.query(url, "SELECT id, name, status FROM sweeps") == [
         {"id": 1, "name": "s", "status": "finished"}
     ]
