@@ -15,7 +15,7 @@ set before jax is imported, sizes it (docs/frameworks/jax.md says what else was 
 import os
 import platform
 
-from workers import data, models
+from workers import data
 from workers.adapters import base
 
 _OOM_TEXT = ("resource_exhausted", "out of memory", "can't allocate memory")
@@ -36,6 +36,7 @@ class Adapter(base.Adapter):
         self._initial = None  # host (numpy) copy of the state right after build, for reset()
         self._train_fn = self._eval_fn = None
         self._key = None
+        self._tracer = None  # the jax_trace.Tracer of a traced run
         self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC, int32 labels)
         self._batches = []
@@ -167,6 +168,8 @@ class Adapter(base.Adapter):
         # The state is donated: XLA updates weights and optimizer state in place.
         self._train_fn = jax.jit(train, donate_argnums=0).lower(self._state, x, y).compile()
         self._eval_fn = jax.jit(evaluate)  # compiled by the first (untimed) evaluate()
+        if self._tracer is not None:  # it names XLA's custom fusions from the compiled HLO
+            self._tracer.hlo_text = self._train_fn.as_text()
 
     def reset(self):
         # The step counter is in the state, so a repeat draws the same dropout masks.
@@ -240,7 +243,8 @@ class Adapter(base.Adapter):
     def tracer(self):
         from workers.adapters import jax_trace
 
-        return jax_trace.Tracer()
+        self._tracer = jax_trace.Tracer()
+        return self._tracer
 
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):
