@@ -77,7 +77,11 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     _rule(MEMORY_COPY, r"^(concat|Concat|aten::cat|aten::constant_pad_nd)$", case=True),
     # XLA's CPU thunks (JAX): instructions and loop fusions made only of data movement
     # (`copy`, `transpose_copy_fusion`, `concatenate_bitcast_fusion`), and indexed moves.
-    _rule(MEMORY_COPY, rf"^(wrapped_)?({_XLA_MOVES})(_({_XLA_MOVES}))*(_fusion)?$", case=True),
+    _rule(
+        MEMORY_COPY,
+        rf"^(wrapped_)?({_XLA_MOVES})(_({_XLA_MOVES}))*(_fusion)?$|^ynn_fusion:({_XLA_MOVES})$",
+        True,
+    ),
     _rule(MEMORY_COPY, r"^(wrapped_)?(scatter|gather|dynamic-slice|dynamic-update-slice)$", case=True),
     # Normalisation and pooling before convolution: their cuDNN kernels say cudnn too.
     _rule(NORMALISATION, r"batch_?norm|bn_(fw|bw)|layer_?norm|instance_?norm|group_?norm|\bLRN\b"),

@@ -19,7 +19,7 @@ from workers.adapters import base
 
 DATA = Path(__file__).parent / "data"
 NAMES = json.loads((DATA / "operator_names.json").read_text())
-CPU_FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
+CPU_FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
 
 
 @pytest.mark.parametrize("entry", NAMES["cpu"], ids=lambda e: f"{e['framework']}:{e['name']}")

@@ -20,7 +20,8 @@ from workers.adapters import base
 TRACE_DIR = "jax-trace"
 _INSTANCE = re.compile(r"\.\d+$")
 _COMPUTATION = re.compile(r"^(?:ENTRY )?%([\w.-]+) \(")
-_ROOT = re.compile(r"^\s+ROOT %[\w.-]+ = \S+ ([\w-]+)\(")
+_OPCODE = re.compile(r"^\s+(ROOT )?%[\w.-]+ = \S+ ([\w-]+)\(")
+_HEAVY = ("convolution", "dot", "reduce-window", "select-and-scatter", "reduce")
 _CUSTOM = re.compile(r"^\s+(?:ROOT )?%([\w.-]+) = .*?kind=kCustom, calls=%([\w.-]+)")
 
 
@@ -81,21 +82,35 @@ def record_name(op, roots):
 
 
 def custom_fusion_roots(hlo_text):
-    """{instruction: HLO opcode of its fused computation's root} for the custom fusions of
-    compiled HLO text (``ynn_fusion.21`` -> ``convolution``)."""
-    calls, roots, computation = {}, {}, None
+    """{instruction: what its custom fusion computes} from compiled HLO text.
+
+    The heaviest opcode in the fused computation (a max-pool fused with dropout's scaling is a
+    reduce-window, though its root is the multiply), else the root's (``ynn_fusion.21`` ->
+    ``convolution``).
+    """
+    calls, found, computation = {}, {}, None
     for line in hlo_text.splitlines():
         header = _COMPUTATION.match(line)
         if header:
             computation = header.group(1)
+            found[computation] = []
             continue
-        root = _ROOT.match(line)
-        if root and computation:
-            roots[computation] = root.group(1)
+        op = _OPCODE.match(line)
+        if op and computation:
+            ops = found[computation]
+            if op.group(1):  # the root first: what is named when nothing heavy is fused
+                ops.insert(0, op.group(2))
+            else:
+                ops.append(op.group(2))
         custom = _CUSTOM.match(line)
         if custom:
             calls[custom.group(1)] = custom.group(2)
-    return {name: roots[body] for name, body in calls.items() if body in roots}
+    out = {}
+    for name, body in calls.items():
+        ops = found.get(body)
+        if ops:
+            out[name] = next((w for w in _HEAVY if w in ops), ops[0])
+    return out
 
 
 def self_times(events):
