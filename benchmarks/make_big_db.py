@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from orchestrator.config import MODELS, RunConfig  # noqa: E402
 from orchestrator.db import Database  # noqa: E402
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 OPTIMIZERS = (("sgd", 0.01), ("sgd", 0.001), ("adam", 0.001), ("rmsprop", 0.0001))
 FAILURES = (("crash", "killed by SIGSEGV", -11), ("oom", "memory budget 2 GiB exceeded", -9))
