@@ -246,6 +246,16 @@ class Adapter(base.Adapter):
         self._tracer = jax_trace.Tracer()
         return self._tracer
 
+    def device_memory(self):
+        """XLA's allocator statistics on a GPU (the runner reads them once, after training, where
+        its version has that hook). Unverified: no GPU has run this adapter yet."""
+        if not self.gpu:
+            return None
+        stats = self.device.memory_stats() or {}
+        keys = ("peak_bytes_in_use", "bytes_in_use", "bytes_reserved", "bytes_limit")
+        out = {k: int(stats[k]) for k in keys if k in stats}
+        return dict(out, source="jax memory_stats") if out else None
+
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):
             return True
