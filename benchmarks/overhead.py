@@ -53,7 +53,7 @@ from orchestrator.execute import execute, run_dir_for, worker_env  # noqa: E402
 from orchestrator.sidecar import SAMPLES_FILE  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
 # glibc returns big freed blocks to the kernel (munmap, heap trim), so every step faults its
 # activations back in, page by page; how many depends on the process's allocation history.
 # These keep blocks up to 32 MiB on the heap and never trim it.

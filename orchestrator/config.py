@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "fault")
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax", "fault")
 MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet")
 DEVICES = ("cpu", "cuda")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")

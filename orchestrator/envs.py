@@ -36,6 +36,7 @@ DISTRIBUTIONS = {
     "mxnet": "mxnet",
     "paddle": "paddlepaddle",
     "singa": "singa",
+    "jax": "jax",
 }
 # Frameworks whose only wheels need another Python than the orchestrator's.
 PYTHON_SERIES = {"singa": "3.6"}

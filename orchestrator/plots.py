@@ -31,6 +31,7 @@ FRAMEWORK_COLOURS = {
     "mxnet": "#0072B2",
     "paddle": "#009E73",
     "singa": "#CC79A7",
+    "jax": "#56B4E9",
     "fault": "#555555",
 }
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")

@@ -3,8 +3,9 @@
 A traced run records names as its backend reports them: CUDA kernel names (cuBLAS, cuBLASLt,
 CUTLASS, cuDNN, the frameworks' own kernels, memory copies) on GPU, and each framework's operator
 names on CPU (PyTorch's `aten::` ops, TensorFlow op types, MXNet operators, Paddle ops, Singa's
-graph nodes). `classify` gives each name one class from CLASSES, and the tile shape where a GEMM or
-convolution kernel's name carries one (`volta_sgemm_128x64_nn` -> `128x64_nn`).
+graph nodes, the XLA thunks JAX runs). `classify` gives each name one class from CLASSES, and the
+tile shape where a GEMM or convolution kernel's name carries one (`volta_sgemm_128x64_nn` ->
+`128x64_nn`).
 
 The rules are tried in order and the first that matches wins, so the order is part of the meaning:
 memory copies before everything (a cuDNN layout transpose is a copy, not a convolution), batch
@@ -51,6 +52,9 @@ def _rule(cls: str, pattern: str, case: bool = False) -> tuple[str, re.Pattern[s
     return cls, re.compile(pattern, 0 if case else re.IGNORECASE)
 
 
+# XLA opcodes that only move data.
+_XLA_MOVES = "copy|transpose|bitcast|concatenate|slice|pad|reverse"
+
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Bookkeeping that does no arithmetic: views, allocation, variable handles, the optimizer's own
     # Python (its arithmetic is in the ops it calls, timed apart).
@@ -71,9 +75,20 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         MEMORY_COPY, r"^(CopyDataToFrom|_copy|Transpose|Pad|PadV2|Slice|StridedSlice|Tile|ConcatV2)$", True
     ),
     _rule(MEMORY_COPY, r"^(concat|Concat|aten::cat|aten::constant_pad_nd)$", case=True),
+    # XLA's CPU thunks (JAX): instructions and loop fusions made only of data movement
+    # (`copy`, `transpose_copy_fusion`, `concatenate_bitcast_fusion`), and indexed moves.
+    _rule(
+        MEMORY_COPY,
+        rf"^(wrapped_)?({_XLA_MOVES})(_({_XLA_MOVES}))*(_fusion)?$|^ynn_fusion:({_XLA_MOVES})$",
+        True,
+    ),
+    _rule(MEMORY_COPY, r"^(wrapped_)?(scatter|gather|dynamic-slice|dynamic-update-slice)$", case=True),
     # Normalisation and pooling before convolution: their cuDNN kernels say cudnn too.
     _rule(NORMALISATION, r"batch_?norm|bn_(fw|bw)|layer_?norm|instance_?norm|group_?norm|\bLRN\b"),
     _rule(POOLING, r"pool"),
+    # XLA's pooling is a reduce-window (its max-pool gradient a select-and-scatter): JAX's
+    # `wrapped_reduce-window`, YNNPACK's `ynn_fusion:reduce-window`.
+    _rule(POOLING, r"reduce-window|select-and-scatter", case=True),
     # Softmax and losses are reductions; cuDNN's softmax kernels say cudnn.
     _rule(REDUCTION, r"softmax|cross_?entropy|nll_?loss|\blogsumexp"),
     _rule(ELEMENTWISE, r"op_tensor_kernel"),
@@ -103,6 +118,15 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     _rule(
         ELEMENTWISE, r"^(Add|AddV2|Sub|Mul|Div|RealDiv|Neg|Exp|Log|Sqrt|Rsqrt|BiasAdd|Maximum|Minimum)$", True
+    ),
+    # XLA: what is left of its loop fusions (`multiply_add_fusion`, `xor_xor_fusion`, after the
+    # reductions above took `add_reduce_fusion`) and its elementwise instructions (`wrapped_iota`).
+    _rule(ELEMENTWISE, r"^(?!ynn_)\w+_fusion$", case=True),
+    _rule(
+        ELEMENTWISE,
+        r"^(wrapped_)?(iota|add|subtract|multiply|divide|maximum|minimum|select|compare|convert|exponential|"
+        r"negate|xor|and|or)$",
+        case=True,
     ),
 )
 

@@ -1,4 +1,4 @@
-"""The acceptance checks across all five frameworks: the same models (identical trainable
+"""The acceptance checks across all six frameworks: the same models (identical trainable
 parameter counts, equal to the reference architectures'), and the quick matrix with a row for
 every framework, each ok or with its honest outcome."""
 

@@ -63,12 +63,17 @@ def test_gpu_builds_where_a_gpu_is_and_the_framework_has_one():
     assert envs.choose_variant("paddle", "auto", has_gpu=True) == "cpu"
     assert envs.choose_variant("singa", "auto", has_gpu=True) == "cpu"
     assert envs.choose_variant("tensorflow", "cpu", has_gpu=True) == "cpu"
-    for framework in ("pytorch", "tensorflow", "mxnet"):
+    for framework in ("pytorch", "tensorflow", "mxnet", "jax"):
         assert envs.requirements_file(framework, "cuda").exists()
 
 
 # The package names whose versions say which build a CUDA environment would get.
-FRAMEWORK_PACKAGES = {"pytorch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet-cu112"}
+FRAMEWORK_PACKAGES = {
+    "pytorch": "torch",
+    "tensorflow": "tensorflow",
+    "mxnet": "mxnet-cu112",
+    "jax": "jax-cuda13-plugin",
+}
 
 
 @pytest.mark.slow

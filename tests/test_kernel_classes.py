@@ -19,7 +19,7 @@ from workers.adapters import base
 
 DATA = Path(__file__).parent / "data"
 NAMES = json.loads((DATA / "operator_names.json").read_text())
-CPU_FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
+CPU_FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
 
 
 @pytest.mark.parametrize("entry", NAMES["cpu"], ids=lambda e: f"{e['framework']}:{e['name']}")
@@ -143,3 +143,51 @@ def test_a_schema_3_database_gets_the_kernels_table_and_the_trace_columns(tmp_pa
     assert {"trace", "trace_backend", "trace_status", "trace_seconds"} <= runs
     assert {r[1] for r in conn.execute("PRAGMA table_info(kernels)")} >= {"name", "class", "tile", "share"}
     conn.close()
+
+
+# An excerpt of the HLO text JAX 0.10.2 compiled for small_cnn's training step here (lines cut short).
+JAX_HLO = """
+%fused_computation.19 (param_0.19: f32[8,32,32,50], param_1.19: f32[], param_2.1: f32[8,16,16,50]) {
+  %param_0.19 = f32[8,32,32,50]{3,2,1,0} parameter(0)
+  %param_1.19 = f32[] parameter(1)
+  %reduce_window_max.1 = f32[8,16,16,50]{3,2,1,0} reduce-window(%param_0.19, %param_1.19)
+  %param_2.1 = f32[8,16,16,50]{3,2,1,0} parameter(2)
+  ROOT %multiply.36 = f32[8,16,16,50]{3,2,1,0} multiply(%reduce_window_max.1, %param_2.1)
+}
+
+%fused_computation.21 (param_0.21: f32[8,32,32,3], param_1.21: f32[3,3,3,50]) -> f32[8,32,32,50] {
+  %param_0.21 = f32[8,32,32,3]{3,2,1,0} parameter(0)
+  %param_1.21 = f32[3,3,3,50]{3,2,1,0} parameter(1)
+  ROOT %conv_general_dilated.3 = f32[8,32,32,50]{3,2,1,0} convolution(%param_0.21, %param_1.21)
+}
+
+ENTRY %main.1 (state.1: f32[3,3,3,50], x.1: f32[8,32,32,3]) -> f32[8,32,32,50] {
+  %ynn_fusion.21 = f32[8,32,32,50]{3,2,1,0} fusion(%x.1, %state.1), kind=kCustom, calls=%fused_computation.21
+  %ynn_fusion.19 = f32[8,16,16,50]{3,2,1,0} fusion(%a, %b, %c), kind=kCustom, calls=%fused_computation.19
+  ROOT %copy.193 = f32[8,32,32,50]{3,2,1,0} copy(%ynn_fusion.21)
+}
+"""
+
+
+def test_jax_tracer_names_xlas_custom_fusions_from_the_compiled_hlo():
+    from workers.adapters import jax_trace
+
+    roots = jax_trace.custom_fusion_roots(JAX_HLO)
+    # The max pool fused with dropout's scaling is named by its reduce-window, not its root multiply.
+    assert roots == {"ynn_fusion.21": "convolution", "ynn_fusion.19": "reduce-window"}
+    names = [jax_trace.record_name(op, roots) for op in ("ynn_fusion.21", "ynn_fusion.19", "copy.193")]
+    assert names == ["ynn_fusion:convolution", "ynn_fusion:reduce-window", "copy"]
+    assert [kernels.kernel_class(n) for n in names] == ["convolution", "pooling", "memory copy"]
+
+
+def test_jax_tracer_counts_self_time_of_nested_thunks():
+    from workers.adapters import jax_trace
+
+    # (start, duration, name): a while loop of 100 ns holding two thunks of 30 and 20 ns, then a copy.
+    events = [(0, 100, "while.1"), (10, 30, "add.1"), (50, 20, "xor.1"), (200, 5, "copy.1")]
+    assert [(e[2], own) for e, own in jax_trace.self_times(events)] == [
+        ("while.1", 50),
+        ("add.1", 30),
+        ("xor.1", 20),
+        ("copy.1", 5),
+    ]

@@ -3,7 +3,7 @@
 One traced small_cnn run per framework (in its own environment, as `bench run` runs it): it ends ok
 with its operators stored and classified, a GEMM and a convolution class among them, the shares
 adding up to one, and the traced region equal to the timed epochs; `bench report --kernels` puts
-the five side by side."""
+the six side by side."""
 
 from __future__ import annotations
 
@@ -16,20 +16,21 @@ from click.testing import CliRunner
 from orchestrator.cli import cli as bench_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
 BACKENDS = {
     "pytorch": "torch.profiler",
     "tensorflow": "tf.profiler",
     "mxnet": "mxnet.profiler",
     "paddle": "paddle.profiler",
     "singa": "singa.graph-profiling",
+    "jax": "jax.profiler",
 }
 MATRIX = """
 name: traced-cpu
 settings: {model: small_cnn, image_size: 32, dataset_size: 64, batch_size: 8, epochs: 1, warmup_steps: 1,
            trace: kernels, timeout: 300}
 axes:
-  framework: [pytorch, tensorflow, mxnet, paddle, singa]
+  framework: [pytorch, tensorflow, mxnet, paddle, singa, jax]
 """
 
 
@@ -74,7 +75,7 @@ def test_each_framework_traces_its_operators(traced, framework):
     assert 0.2 * run["trace_seconds"] < total < 2.5 * run["trace_seconds"]
 
 
-def test_report_kernels_puts_the_five_side_by_side(traced):
+def test_report_kernels_puts_the_six_side_by_side(traced):
     _, _, report = traced
     assert report.exit_code == 0, report.output
     header = next(line for line in report.output.splitlines() if line.startswith("class "))

@@ -40,7 +40,7 @@ def test_matrix_loads_with_every_framework(name):
 
 def test_the_research_grids():
     full = load_matrix(MATRICES / "full.yaml").configs
-    assert len(full) == 5 * 4 * 2 * 2
+    assert len(full) == 6 * 4 * 2 * 2
     assert {c.dataset_size for c in full} == {791, 6003} and {c.classes for c in full} == {3}
     sweep = load_matrix(MATRICES / "batch-sweep.yaml").configs
     assert sorted({c.batch_size for c in sweep}) == [2**i for i in range(10)]

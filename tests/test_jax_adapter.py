@@ -1,0 +1,425 @@
+"""The JAX adapter against the real framework, in the JAX environment's interpreter.
+
+JAX never enters this pytest process: one driver script runs the adapter checks in a subprocess
+(paying the import once) and writes plain JSON; scripts in the PyTorch environment dump reference
+weights, outputs and optimizer trajectories, so the Flax translation and the Optax settings are
+checked to compute what PyTorch computes; a second JAX process checks a thread count (XLA sizes
+its pool when the backend starts); and the real harness runs small_cnn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.drivers import checked, drive, framework_python, run_driver
+from tests.test_tensorflow_adapter import CROSS, TORCH_SIDE
+from workers import models
+
+pytestmark = [pytest.mark.slow, pytest.mark.framework]
+
+REPO = Path(__file__).resolve().parent.parent
+# Gradients fed to both frameworks' optimizers, step by step: large, tiny, of both signs.
+GRADIENTS = [[1.0, 1e-5, -0.3], [0.5, 2e-5, 0.7], [-2.0, -1e-5, 0.1], [0.0, 3e-5, -1.5]]
+OPTIMIZERS = [["sgd", 0.01], ["adam", 0.001], ["rmsprop", 0.001]]
+
+TORCH_OPTIMIZERS = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+    from workers.adapters import pytorch
+
+    folder, gradients, optimizers = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+    out = {}
+    for name, lr in optimizers:
+        a = pytorch.Adapter(dict(optimizer=name, lr=lr, momentum=0.9))
+        a.torch = torch
+        p = torch.nn.Parameter(torch.zeros(len(gradients[0])))
+        a.model = torch.nn.ParameterList([p])
+        opt = a._make_optimizer()
+        path = []
+        for g in gradients:
+            p.grad = torch.tensor(g)
+            opt.step()
+            path.append(p.detach().tolist())
+        out[name] = path
+    with open(folder + "/torch_optimizers.json", "w") as f:
+        json.dump(out, f)
+    """
+)
+
+DRIVER = textwrap.dedent(
+    """
+    import json, os
+    import numpy as np
+    from tests.driver_checks import configurer, run_checks
+    from workers import models, runner
+    from workers.adapters import base
+
+    config, adapter = configurer("jax")
+
+    def check_models():
+        a, _ = adapter(batch_size=2, image_size=64)
+        out = {}
+        for name in models.MODELS:
+            arch = models.build_arch(name, 1000, 64)
+            count = a.build(arch)
+            out[name] = {"jax": count, "infer": models.infer(arch)["parameters"],
+                         "shape": list(a.forward_shape(2))}
+        out["small_cnn_32"] = a.build(models.build_arch("small_cnn", 10, 32))
+        return out
+
+    def check_init():
+        import jax
+        a, _ = adapter()
+        arch = models.build_arch("small_cnn", 10, 32)
+        a.build(arch)
+        params = a._state["params"]
+        w, v = np.asarray(params["conv2"]["kernel"]), np.asarray(params["dense13"]["kernel"])
+        same = a._initial["params"]["conv2"]["kernel"].copy()
+        a.build(arch)
+        return {"conv_std": float(w.std()), "conv_mean": float(w.mean()),
+                "conv_want": models.init_scale("he_fan_out", *models.fans(arch["layers"][2], 50)),
+                "dense_max": float(np.abs(v).max()), "dense_std": float(v.std()),
+                "dense_bound": models.init_scale("glorot", *models.fans(arch["layers"][13], 6400)),
+                "biases_zero": bool(not np.asarray(params["conv2"]["bias"]).any()
+                                    and not np.asarray(params["dense13"]["bias"]).any()),
+                "same_seed_same_weights": bool((np.asarray(a._state["params"]["conv2"]["kernel"])
+                                                == same).all())}
+
+    def train_epoch(a, epoch, train_size):
+        steps = a.prepare_epoch(runner.epoch_order(0, epoch, train_size))
+        for i in range(steps):
+            a.train_step(i)
+        a.synchronize()
+        return a.epoch_loss()
+
+    def host(state):
+        import jax
+        return [np.asarray(v).copy() for v in jax.tree_util.tree_leaves(state)]
+
+    def same(one, two):
+        return len(one) == len(two) and all(np.array_equal(x, y) for x, y in zip(one, two))
+
+    def check_train():  # the runner's order of calls
+        a, info = adapter()
+        a.build_model()
+        initial = host(a._state)
+        train_size, val_size = a.load_data()
+        a.reset()
+        epochs, compiled = [], []
+        for epoch in range(1, a.config["epochs"] + 1):
+            epochs.append([train_epoch(a, epoch, train_size)] + list(a.evaluate()))
+            compiled.append(id(a._train_fn))
+        trained_differs = not same(initial, host(a._state))
+        a.reset()
+        restored = same(initial, host(a._state))
+        wrong_shape = None
+        try:  # compiled ahead of time for one shape: another batch size is refused, not recompiled
+            a._train_fn(a._state, np.zeros((3, 32, 32, 3), np.float32), np.zeros(3, np.int32))
+        except Exception as exc:
+            wrong_shape = type(exc).__name__
+        a.reset()
+        return {"info": info, "sizes": [train_size, val_size], "epochs": epochs,
+                "compiled": type(a._train_fn).__name__, "one_compiled_step": len(set(compiled)) == 1,
+                "wrong_shape": wrong_shape, "trained_differs": trained_differs,
+                "reset_restores": restored, "repeat_first_loss": train_epoch(a, 1, train_size)}
+
+    def check_optimizers(gradients, optimizers):
+        import jax.numpy as jnp
+        import optax
+        out = {}
+        for name, lr in optimizers:
+            a, _ = adapter(optimizer=name, lr=lr)
+            tx = a._make_optimizer()
+            p = jnp.zeros(len(gradients[0]))
+            state, path = tx.init(p), []
+            for g in gradients:
+                updates, state = tx.update(jnp.asarray(g, jnp.float32), state, p)
+                p = optax.apply_updates(p, updates)
+                path.append(np.asarray(p).tolist())
+            out[name] = path
+        for name, lr in optimizers:  # and each trains in the adapter (a small, quick compile)
+            a, _ = adapter(optimizer=name, lr=lr, image_size=16, dataset_size=40)
+            a.build_model()
+            out[name + "_loss"] = train_epoch(a, 1, a.load_data()[0])
+        return out
+
+    def check_batchnorm():
+        import jax, jax.numpy as jnp
+        from workers.adapters import jax_layers
+        x = np.random.RandomState(0).standard_normal((4, 3, 3, 2)).astype(np.float32) * 2 + 1
+        bn = jax_layers.BatchNorm(models.BN_MOMENTUM, models.BN_EPS)
+        variables = bn.init(jax.random.PRNGKey(0), jnp.asarray(x), train=False)
+        y, updated = bn.apply(variables, jnp.asarray(x), train=True, mutable=["batch_stats"])
+        flat = x.reshape(-1, 2)
+        m = models.BN_MOMENTUM
+        want_y = (flat - flat.mean(0)) / np.sqrt(flat.var(0) + models.BN_EPS)
+        return {"y": float(np.abs(np.asarray(y).reshape(-1, 2) - want_y).max()),
+                "mean": float(np.abs(np.asarray(updated["batch_stats"]["mean"]) - m * flat.mean(0)).max()),
+                "var": float(np.abs(np.asarray(updated["batch_stats"]["var"])
+                                    - ((1 - m) + m * flat.var(0, ddof=1))).max())}
+
+    def check_cross(folder, cases):
+        a, _ = adapter(batch_size=2, classes=10)
+        out = {}
+        for name, size in cases:
+            arch = models.build_arch(name, 10, size)
+            a.build(arch)
+            f = np.load("{}/{}.npz".format(folder, name))
+            params = [f["p{:04d}".format(i)] for i in range(sum(k[0] == "p" for k in f.files))]
+            variables = torch_variables(arch, params)
+            got = np.asarray(a.net.apply(variables, f["x"].transpose(0, 2, 3, 1), train=False))
+            out[name] = [float(np.abs(got - f["out"]).max()), float(np.abs(f["out"]).max())]
+        return out
+
+    def torch_variables(arch, params):
+        # The adapter names each layer by its place in the walk: the same walk as here.
+        found, stats, at = {}, {}, [0, 0, None]  # node counter, params index, pending flatten shape
+
+        def walk(layers, shape):
+            for node in layers:
+                name = "{}{}".format(node["op"], at[0])
+                at[0] += 1
+                op = node["op"]
+                if op == "flatten":
+                    at[2] = shape
+                elif op == "bn":
+                    w, b, mean, var = params[at[1]:at[1] + 4]
+                    at[1] += 4
+                    found[name], stats[name] = {"scale": w, "bias": b}, {"mean": mean, "var": var}
+                elif op in ("conv", "dense"):
+                    w = params[at[1]]
+                    at[1] += 1
+                    entry = {}
+                    if node["bias"]:
+                        entry["bias"] = params[at[1]]
+                        at[1] += 1
+                    if op == "conv":
+                        entry["kernel"] = w.transpose(2, 3, 1, 0)
+                    else:
+                        if at[2] is not None:  # PyTorch flattens C, H, W; the adapter H, W, C
+                            w = w.reshape((node["out"],) + at[2]).transpose(0, 2, 3, 1)
+                            w = w.reshape(node["out"], -1)
+                            at[2] = None
+                        entry["kernel"] = w.T
+                    found[name] = entry
+                elif op == "residual":
+                    walk(node["body"], shape)
+                    walk(node["shortcut"], shape)
+                shape = models.out_shape(node, shape)
+
+        walk(arch["layers"], tuple(arch["input"]))
+        assert at[1] == len(params), (at[1], len(params))
+        return {"params": found, "batch_stats": stats}
+
+    def check_cuda():
+        try:
+            adapter(device="cuda")
+        except base.Unavailable as exc:
+            return {"error": str(exc)}
+        return {"error": None}
+
+    def check_oom():
+        import jax.numpy as jnp
+        a, _ = adapter()
+        try:
+            jnp.ones((1 << 40,), jnp.float32).block_until_ready()  # 4 TiB on the host
+            real = None
+        except Exception as exc:
+            real = exc
+        cases = [MemoryError(), real, RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating"),
+                 RuntimeError("shape mismatch"), ValueError("out of memory")]
+        return [type(real).__name__] + [a.is_oom(exc) for exc in cases]
+
+    def check_threads(n):
+        threads = adapter(threads=n)[1]["threads"]
+        threads["cpus"] = len(os.sched_getaffinity(0))
+        return threads
+
+    run_checks(globals())
+    """
+)
+
+MATRIX = """
+name: jax-harness
+settings: {dataset_size: 40, batch_size: 8, epochs: 1, warmup_steps: 1, image_size: 32, classes: 3,
+           model: small_cnn, timeout: 600}
+axes: {framework: [jax]}
+include:
+  - {framework: jax, threads: 1}
+  - {framework: jax, device: cuda}
+"""
+
+
+@pytest.fixture(scope="session")
+def jax_python() -> Path:
+    return framework_python("jax")
+
+
+@pytest.fixture(scope="module")
+def driven(jax_python, pytorch_python, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("jax")
+    (folder / "torch_side.py").write_text(TORCH_SIDE)
+    run_driver(pytorch_python, folder / "torch_side.py", str(folder), json.dumps(CROSS), timeout=400)
+    (folder / "torch_optimizers.py").write_text(TORCH_OPTIMIZERS)
+    run_driver(
+        pytorch_python,
+        folder / "torch_optimizers.py",
+        str(folder),
+        json.dumps(GRADIENTS),
+        json.dumps(OPTIMIZERS),
+    )
+    checks = [["models", []], ["init", []], ["train", []], ["optimizers", [GRADIENTS, OPTIMIZERS]]]
+    checks += [
+        ["batchnorm", []],
+        ["cross", [str(folder), CROSS]],
+        ["cuda", []],
+        ["oom", []],
+        ["threads", [0]],
+    ]
+    result = checked(drive(jax_python, folder, DRIVER, checks, timeout=900)[0])
+    result.torch_optimizers = json.loads((folder / "torch_optimizers.json").read_text())  # type: ignore[attr-defined]
+    return result
+
+
+@pytest.fixture(scope="module")
+def one_thread(jax_python, tmp_path_factory):
+    """threads: 1 in a process of its own: XLA sizes its pool when the backend starts."""
+    folder = tmp_path_factory.mktemp("jax-threads")
+    return checked(drive(jax_python, folder, DRIVER, [["threads", [1]]])[0])("threads")
+
+
+@pytest.fixture(scope="module")
+def sweep(jax_python, tmp_path_factory):
+    from orchestrator.cli import cli
+
+    path = tmp_path_factory.mktemp("jax-sweep")
+    (path / "m.yaml").write_text(MATRIX)
+    cwd = os.getcwd()
+    os.chdir(path)
+    try:
+        ran = CliRunner().invoke(cli, ["run", "--matrix", "m.yaml"], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    assert ran.exit_code == 0, ran.output
+    conn = sqlite3.connect(path / "bench.db")
+    conn.row_factory = sqlite3.Row
+    rows = [
+        dict(r)
+        for r in conn.execute(
+            "SELECT r.*, e.framework_version, e.threads_applied FROM runs r "
+            "JOIN environments e ON e.run_id = r.id ORDER BY r.id"
+        )
+    ]
+    conn.close()
+    return rows
+
+
+def test_module_imports_without_jax():
+    code = (
+        "import sys, workers.adapters.jax as j, workers.adapters.jax_trace; "
+        "assert not {'jax', 'flax', 'optax'} & set(sys.modules); print(j.Adapter.name)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "jax", proc.stderr
+
+
+@pytest.mark.parametrize("name", models.MODELS)
+def test_flax_parameter_count_equals_infer(driven, name):
+    got = driven("models")[name]
+    assert got["jax"] == got["infer"]
+    assert got["shape"] == [2, 1000]
+
+
+def test_small_cnn_reference_count(driven):
+    assert driven("models")["small_cnn_32"] == 3_441_592
+
+
+def test_init_follows_the_scheme_not_flax_defaults(driven):
+    got = driven("init")
+    assert got["conv_std"] == pytest.approx(got["conv_want"], rel=0.05) and abs(got["conv_mean"]) < 0.01
+    assert got["dense_bound"] * 0.99 < got["dense_max"] <= got["dense_bound"]
+    assert got["dense_std"] == pytest.approx(got["dense_bound"] / 3**0.5, rel=0.05)
+    assert got["biases_zero"] and got["same_seed_same_weights"]
+
+
+@pytest.mark.parametrize("name", [case[0] for case in CROSS])
+def test_flax_model_computes_what_the_pytorch_model_computes(driven, name):
+    difference, scale = driven("cross")[name]
+    assert difference <= 1e-5 * max(1.0, scale)
+
+
+def test_batchnorm_keeps_pytorchs_unbiased_running_variance(driven):
+    got = driven("batchnorm")
+    assert got["y"] < 1e-5 and got["mean"] < 1e-6 and got["var"] < 1e-6
+
+
+@pytest.mark.parametrize(("name", "lr"), OPTIMIZERS)
+def test_optax_steps_equal_pytorchs(driven, name, lr):
+    ours, theirs = driven("optimizers")[name], driven.torch_optimizers[name]
+    for step_jax, step_torch in zip(ours, theirs, strict=True):
+        assert step_jax == pytest.approx(step_torch, rel=1e-4, abs=1e-9)
+    assert driven("optimizers")[name + "_loss"] == driven("optimizers")[name + "_loss"]  # not nan
+
+
+def test_small_cnn_learns_the_synthetic_data_with_one_compiled_step(driven):
+    got = driven("train")
+    assert got["sizes"] == [320, 80]
+    losses = [e[0] for e in got["epochs"]]
+    accuracies = [e[2] for e in got["epochs"]]
+    assert losses[-1] < losses[0] * 0.6, got["epochs"]
+    assert accuracies[-1] >= 0.6, got["epochs"]  # chance is 0.25
+    assert got["compiled"] == "Compiled" and got["one_compiled_step"]
+    assert got["wrong_shape"] is not None
+
+
+def test_reset_restores_the_initial_state(driven):
+    got = driven("train")
+    assert got["trained_differs"] and got["reset_restores"]
+    # weights, optimizer state and the dropout step counter restored: the repeat retraces epoch 1
+    assert got["repeat_first_loss"] == pytest.approx(got["epochs"][0][0], rel=1e-4)
+
+
+def test_setup_reports_versions_and_default_threads(driven):
+    info = driven("train")["info"]
+    assert info["framework_version"] == "0.10.2" and info["flax_version"] == "0.12.8"
+    assert info["optax_version"] == "0.2.8" and info["build"] == "cpu" and info["cuda_version"] is None
+    assert info["preallocate"] == "false" and info["device_name"]
+    threads = driven("threads")
+    # XLA's default: one intra-op thread per CPU the process may run on.
+    assert threads["requested"] == 0 and threads["pjrt_nproc"] is None
+    assert threads["xla_intra_op"] == threads["cpus"]
+
+
+def test_threads_size_xlas_pool(one_thread):
+    assert one_thread["pjrt_nproc"] == "1" and one_thread["xla_intra_op"] == 1
+
+
+def test_cuda_unavailable_says_why(driven):
+    assert "CPU-only build" in driven("cuda")["error"] and "jax-cuda.txt" in driven("cuda")["error"]
+
+
+def test_is_oom(driven):
+    got = driven("oom")
+    assert got[1:] == [True, True, True, False, False], got
+
+
+def test_harness_runs_small_cnn_with_threads_and_an_honest_cuda_outcome(sweep):
+    ok, one, cuda = sweep
+    assert ok["outcome"] == "ok", ok["reason"] or ok["stderr_tail"]
+    assert ok["parameter_count"] == models.infer(models.build_arch("small_cnn", 3, 32))["parameters"]
+    assert ok["framework_version"] == "0.10.2" and ok["images_per_second"] > 0
+    assert one["outcome"] == "ok", one["reason"] or one["stderr_tail"]
+    applied = json.loads(one["threads_applied"])
+    assert applied["pjrt_nproc"] == "1" and applied["xla_intra_op"] == 1
+    assert cuda["outcome"] == "unavailable" and "CPU-only build" in cuda["reason"]
+    assert "jax" not in sys.modules and "flax" not in sys.modules

@@ -1,0 +1,159 @@
+"""workers.models architectures as one Flax (linen) module, for the JAX adapter.
+
+Imported by the adapter after setup() has imported jax and flax. Shapes are tracked
+channels-first, as workers.models defines them; the arrays are NHWC. Every layer with weights is
+named after its place in the walk (``conv0``, ``bn1``, ``dense17``, ...), so the weights of one
+architecture can be matched one to one with another framework's (tests/test_jax_adapter.py).
+"""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from workers import models
+
+
+def network(arch):
+    """The Flax module for an architecture; call init/apply with NHWC images and train=."""
+    return Network(layers=_frozen(arch["layers"]), input_shape=tuple(arch["input"]))
+
+
+def _frozen(value):
+    """Lists and dicts as tuples, so the module's attributes hash (Flax compares modules)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _node(frozen):
+    return {k: (v if k not in ("body", "shortcut") else [_node(n) for n in v]) for k, v in frozen}
+
+
+def _normal(std):
+    def init(key, shape, dtype=jnp.float32):
+        return std * jax.random.normal(key, shape, dtype)
+    return init
+
+
+def _uniform(bound):
+    def init(key, shape, dtype=jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -bound, bound)
+    return init
+
+
+class BatchNorm(nn.Module):
+    """PyTorch's BatchNorm: normalises with the biased batch variance, but keeps the unbiased one
+    (n / (n - 1)) in its running average; momentum weighs the new statistic (the models' rule).
+
+    flax.linen.BatchNorm keeps the biased variance: written out here so both frameworks'
+    evaluation sees the same statistics.
+    """
+
+    momentum: float
+    eps: float
+
+    @nn.compact
+    def __call__(self, x, train):
+        c = x.shape[-1]
+        scale = self.param("scale", nn.initializers.ones, (c,))
+        bias = self.param("bias", nn.initializers.zeros, (c,))
+        mean_v = self.variable("batch_stats", "mean", lambda: jnp.zeros((c,), jnp.float32))
+        var_v = self.variable("batch_stats", "var", lambda: jnp.ones((c,), jnp.float32))
+        axes = tuple(range(x.ndim - 1))
+        if train:
+            mean = x.mean(axes)
+            var = jnp.square(x - mean).mean(axes)
+            n = x.size // c
+            if not self.is_initializing():
+                m = self.momentum
+                mean_v.value = (1 - m) * mean_v.value + m * mean
+                var_v.value = (1 - m) * var_v.value + m * var * (n / max(n - 1, 1))
+        else:
+            mean, var = mean_v.value, var_v.value
+        return (x - mean) * (scale * jax.lax.rsqrt(var + self.eps)) + bias
+
+
+class Network(nn.Module):
+    layers: tuple
+    input_shape: tuple
+
+    @nn.compact
+    def __call__(self, x, train):
+        counter = [0]
+        return self.walk([_node(n) for n in self.layers], x, self.input_shape, train, counter)[0]
+
+    def walk(self, layers, x, shape, train, counter):
+        for node in layers:
+            x = self.node(node, x, shape, train, counter)
+            shape = models.out_shape(node, shape)
+        return x, shape
+
+    def node(self, node, x, shape, train, counter):
+        op = node["op"]
+        counter[0] += 1
+        name = "{}{}".format(op, counter[0] - 1)
+        if op == "conv":
+            fans = models.fans(node, shape[0])
+            p = node["padding"]
+            return nn.Conv(node["out"], (node["kernel"],) * 2, (node["stride"],) * 2,
+                           padding=((p, p), (p, p)), feature_group_count=node["groups"],
+                           use_bias=node["bias"], name=name,
+                           kernel_init=_normal(models.init_scale("he_fan_out", *fans)),
+                           bias_init=nn.initializers.zeros)(x)
+        if op == "dense":
+            fans = models.fans(node, shape[0])
+            return nn.Dense(node["out"], use_bias=node["bias"], name=name,
+                            kernel_init=_uniform(models.init_scale("glorot", *fans)),
+                            bias_init=nn.initializers.zeros)(x)
+        if op == "bn":
+            return BatchNorm(node["momentum"], node["eps"], name=name)(x, train)
+        if op == "relu":
+            return nn.relu(x)
+        if op == "relu6":
+            return jnp.clip(x, 0.0, 6.0)
+        if op == "maxpool":
+            k, s, p = node["kernel"], node["stride"], node["padding"]
+            # reduce_window pads with -inf for a max: padding never wins, as in PyTorch.
+            return nn.max_pool(x, (k, k), (s, s), padding=((p, p), (p, p)))
+        if op == "adaptive_avgpool":
+            return _adaptive_avgpool(x, node["size"], shape)
+        if op == "global_avgpool":
+            return x.mean(axis=(1, 2))
+        if op == "flatten":
+            return x.reshape((x.shape[0], -1))  # H, W, C order: a fixed permutation of the next dense
+        if op == "dropout":
+            return nn.Dropout(node["p"], deterministic=not train, name=name)(x)
+        if op == "residual":
+            body = self.walk(node["body"], x, shape, train, counter)[0]
+            short = self.walk(node["shortcut"], x, shape, train, counter)[0] if node["shortcut"] else x
+            out = body + short
+            return nn.relu(out) if node["post"] == "relu" else out
+        from workers.adapters.base import Unsupported
+        raise Unsupported("layer op {!r} is not supported by the JAX adapter".format(op))
+
+
+def _adaptive_avgpool(x, size, shape):
+    h, w = shape[1], shape[2]
+    if (h, w) == (size, size):
+        return x
+    if h % size == 0 and w % size == 0:
+        window = (h // size, w // size)
+        return nn.avg_pool(x, window, window)
+    # PyTorch's overlapping windows as fixed averaging matrices: out = A_h . x . A_w^T.
+    rows = jnp.asarray(_pool_matrix(h, size), x.dtype)
+    cols = jnp.asarray(_pool_matrix(w, size), x.dtype)
+    return jnp.einsum("ih,nhwc,jw->nijc", rows, x, cols)
+
+
+def _pool_matrix(size, out):
+    """(out, size) averaging matrix of PyTorch's adaptive average pool along one axis.
+
+    Output i averages inputs floor(i * size / out) to ceil((i + 1) * size / out) - 1.
+    """
+    rows = []
+    for i in range(out):
+        start, end = (i * size) // out, -((-(i + 1) * size) // out)
+        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(size)])
+    return rows
