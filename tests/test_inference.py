@@ -12,7 +12,7 @@ import pytest
 from tests.drivers import checked, framework_python, run_driver
 from workers import models
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,7 @@ name: inference-tiny
 settings: {model: small_cnn, image_size: 32, dataset_size: 40, val_fraction: 0.2, batch_size: 8,
            epochs: 2, warmup_steps: 1, threads: 1, task: inference}
 axes:
-  framework: [pytorch, tensorflow, mxnet, paddle, singa]
+  framework: [pytorch, tensorflow, mxnet, paddle, singa, jax]
   features: [false, true]
 """
 
@@ -109,6 +109,9 @@ def as_array(x):
     if type(x).__module__.startswith("singa"):
         from workers.adapters.singa import HostIO
         return HostIO.get(x)
+    if hasattr(x, "block_until_ready"):  # a JAX array
+        import numpy
+        return numpy.asarray(x)
     if hasattr(x, "asnumpy"):
         return x.asnumpy()
     if hasattr(x, "detach"):

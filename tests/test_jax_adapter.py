@@ -215,6 +215,9 @@ DRIVER = textwrap.dedent(
                 elif op == "residual":
                     walk(node["body"], shape)
                     walk(node["shortcut"], shape)
+                elif op == "concat":
+                    for branch in node["branches"]:
+                        walk(branch, shape)
                 shape = models.out_shape(node, shape)
 
         walk(arch["layers"], tuple(arch["input"]))

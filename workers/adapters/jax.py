@@ -105,10 +105,12 @@ class Adapter(base.Adapter):
         self._steps = 0
         out = jax.eval_shape(lambda v: self.net.apply(v, jnp.zeros((1, h, w, c)), train=False),
                              variables)
-        if list(out.shape[1:]) != [arch["classes"]]:
+        if list(out.shape[1:]) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(out.shape[1:])))
         self._train_fn = None  # compiled by the first prepare_epoch(): a probe never pays for it
         self._eval_fn = None
+        self._infer_fn = None
+        self._outputs = []
         self._key = key
         return sum(int(leaf.size) for leaf in jax.tree_util.tree_leaves(params))
 
@@ -171,6 +173,19 @@ class Adapter(base.Adapter):
         if self._tracer is not None:  # it names XLA's custom fusions from the compiled HLO
             self._tracer.hlo_text = self._train_fn.as_text()
 
+    def _compile_inference(self, batch_shape):
+        """Compile the forward pass in evaluation mode (no gradients, no state update), now."""
+        jax, jnp, net = self.jax, self.jnp, self.net
+
+        def infer(params, batch_stats, x):
+            return net.apply({"params": params, "batch_stats": batch_stats}, x, train=False)
+
+        x = jax.ShapeDtypeStruct(batch_shape, jnp.float32)
+        state = self._state
+        self._infer_fn = jax.jit(infer).lower(state["params"], state["batch_stats"], x).compile()
+        if self._tracer is not None:
+            self._tracer.hlo_text = self._infer_fn.as_text()
+
     def reset(self):
         # The step counter is in the state, so a repeat draws the same dropout masks.
         self.synchronize()
@@ -198,7 +213,10 @@ class Adapter(base.Adapter):
         if steps == 0:
             raise ValueError("batch_size {} is larger than the training set ({} images)".format(
                 size, len(order)))
-        if self._train_fn is None:
+        if self.config.get("task") == "inference":
+            if self._infer_fn is None:
+                self._compile_inference((size,) + self._x.shape[1:])
+        elif self._train_fn is None:
             self._compile(self._key, (size,) + self._x.shape[1:])
         index = np.asarray(order[:steps * size], dtype=np.int64)
         x, y = self._x[index], self._y[index]
@@ -215,9 +233,20 @@ class Adapter(base.Adapter):
         self._state = self._train_fn(self._state, x, y)
         self._steps += 1
 
+    def infer_step(self, index):
+        x = self._batches[index][0]
+        state = self._state
+        # Every output is kept until synchronize(): XLA may run independent calls out of order,
+        # so waiting for the last one alone would not mean the epoch's work is done.
+        self._output = self._infer_fn(state["params"], state["batch_stats"], x)
+        self._outputs.append(self._output)
+
     def synchronize(self):
         if self._state is not None:
             self.jax.block_until_ready(self._state)
+        if self._outputs:
+            self.jax.block_until_ready(self._outputs)
+            self._outputs = []
 
     def epoch_loss(self):
         if not self._steps:

@@ -28,7 +28,14 @@ def _frozen(value):
 
 
 def _node(frozen):
-    return {k: (v if k not in ("body", "shortcut") else [_node(n) for n in v]) for k, v in frozen}
+    node = {}
+    for key, value in frozen:
+        if key in ("body", "shortcut"):
+            value = [_node(n) for n in value]
+        elif key == "branches":  # concat: a list of layer lists
+            value = [[_node(n) for n in branch] for branch in value]
+        node[key] = value
+    return node
 
 
 def _normal(std):
@@ -125,6 +132,10 @@ class Network(nn.Module):
             return x.reshape((x.shape[0], -1))  # H, W, C order: a fixed permutation of the next dense
         if op == "dropout":
             return nn.Dropout(node["p"], deterministic=not train, name=name)(x)
+        if op == "concat":
+            # Each branch on the same input; NHWC, so the channels are the last axis.
+            outs = [self.walk(branch, x, shape, train, counter)[0] for branch in node["branches"]]
+            return jnp.concatenate(outs, axis=-1)
         if op == "residual":
             body = self.walk(node["body"], x, shape, train, counter)[0]
             short = self.walk(node["shortcut"], x, shape, train, counter)[0] if node["shortcut"] else x
