@@ -49,7 +49,7 @@ def test_the_research_grids():
         (o, lr) for o in ("sgd", "adam", "rmsprop") for lr in (0.01, 0.001, 0.0001)
     }
     inference = load_matrix(MATRICES / "inference.yaml").configs
-    assert {c.task for c in inference} == {"inference"} and len(inference) == 5 * 5 * 2 * 2
+    assert {c.task for c in inference} == {"inference"} and len(inference) == 6 * 5 * 2 * 2
     assert {(c.model, c.features) for c in inference} >= {("resnet50", True), ("resnet50", None)}
     wall = load_matrix(MATRICES / "googlenet-alexnet.yaml").configs
     assert {c.model for c in wall} == {"googlenet", "alexnet"}
