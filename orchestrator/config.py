@@ -16,10 +16,13 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax", "fault")
-MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet")
+MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet", "gru")
+RECURRENT_MODELS = ("gru",)  # token sequences in; image_size does not apply (workers.models)
+IMAGE_MODELS = tuple(m for m in MODELS if m not in RECURRENT_MODELS)
 DEVICES = ("cpu", "cuda")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
-DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100")
+DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100", "imdb")
+TOKEN_DATASETS = ("imdb",)  # datasets of token sequences, for the recurrent models
 TRACES = ("off", "kernels")
 TASKS = ("train", "inference")
 FAULTS = (

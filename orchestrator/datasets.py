@@ -2,7 +2,7 @@
 
 Decoding happens here, in the orchestrator, before any run starts: it is never timed, and every
 framework trains on exactly the same pixels. The cache file is an ``.npz`` holding ``x`` (N, 3, H, W)
-uint8, ``y`` (N,) int64 and ``classes``; its name is a hash of the source (paths, sizes, mtimes),
+uint8 (IMDB: (N, SEQ_LEN) int32 token ids), ``y`` (N,) int64 and ``classes``; its name is a hash of the source (paths, sizes, mtimes),
 the kind and the image size, so a changed folder is decoded again and an unchanged one never is.
 """
 
@@ -90,6 +90,13 @@ def _sources(config: RunConfig) -> list[Path]:
         raise DatasetError(f"data_dir {root}: no such folder")
     if config.dataset == "image_folder":
         return [f for _, f in _image_files(root)]
+    if config.dataset == "imdb":
+        if not (root / IMDB_FILE).is_file():
+            raise DatasetError(
+                f"{root}: dataset imdb needs {IMDB_FILE} (x_train, y_train, x_test, y_test, as Keras "
+                "distributes it); it is not there"
+            )
+        return [root / IMDB_FILE]
     names, _ = CIFAR_FILES[config.dataset]
     missing = [n for n in names if not (root / n).is_file()]
     if missing:
@@ -101,7 +108,8 @@ def _sources(config: RunConfig) -> list[Path]:
 
 
 def _key(config: RunConfig, sources: list[Path]) -> str:
-    h = hashlib.sha256(f"{config.dataset}|{config.image_size}|{config.data_dir}".encode())
+    size = 0 if config.dataset == "imdb" else config.image_size  # sequences have no image size
+    h = hashlib.sha256(f"{config.dataset}|{size}|{config.data_dir}".encode())
     for path in sources:
         st = path.stat()
         h.update(f"|{path}|{st.st_size}|{st.st_mtime_ns}".encode())
@@ -156,16 +164,80 @@ def _decode_cifar(config: RunConfig, sources: list[Path]) -> tuple[np.ndarray, n
     return x, y, [str(i) for i in range(count)]
 
 
+IMDB_FILE = "imdb.npz"
+IMDB_PARTS = ("x_train", "y_train", "x_test", "y_test")
+
+
+def _npz_member(path: Path, name: str) -> np.ndarray:
+    """One array of an .npz, without numpy's unrestricted unpickling: a plain array is read with
+    allow_pickle=False; an object array (Keras's IMDB stores its reviews as lists of word ranks)
+    goes through the data unpickler, which admits arrays and lists and nothing that runs code."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive, archive.open(f"{name}.npy") as fp:
+        version = np.lib.format.read_magic(fp)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        _, _, dtype = read_header(fp)
+        if not dtype.hasobject:
+            with np.load(path, allow_pickle=False) as data:
+                return np.asarray(data[name])
+        value = _DataUnpickler(fp, encoding="latin1").load()
+    if not isinstance(value, np.ndarray):
+        raise ValueError(f"{name} holds a {type(value).__name__}, not an array")
+    return value
+
+
+def _word_ranks(value: object, name: str) -> list[int]:
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        raise ValueError(f"{name} holds a {type(value).__name__} where a review (a list of word ranks) belongs")
+    ranks = [int(w) for w in value]
+    if any(w < 0 for w in ranks):
+        raise ValueError(f"{name} holds a negative word rank")
+    return ranks
+
+
+def _decode_imdb(config: RunConfig, sources: list[Path]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Keras's imdb.load_data(num_words=VOCAB) then pad_sequences(maxlen=SEQ_LEN): a start token,
+    word ranks moved up by 3 (0 pads, 1 starts, 2 is a word outside the vocabulary), ranks at or
+    past the vocabulary replaced by 2, padded and truncated at the front to SEQ_LEN. Train and test
+    parts are pooled; each run draws its own seeded train/validation split from them."""
+    from workers import models
+
+    path = sources[0]
+    xs, ys = [], []
+    try:
+        for part in ("train", "test"):
+            reviews, labels = _npz_member(path, f"x_{part}"), _npz_member(path, f"y_{part}")
+            if len(reviews) != len(labels):
+                raise ValueError(f"x_{part} has {len(reviews)} reviews but y_{part} {len(labels)} labels")
+            labels = np.asarray(labels).astype(np.int64)
+            if labels.size and (labels.min() < 0 or labels.max() > 1):
+                raise ValueError(f"y_{part} holds labels other than 0 and 1")
+            x = np.zeros((len(reviews), models.SEQ_LEN), dtype=np.int32)
+            for i, review in enumerate(reviews):
+                ids = [models.START] + [w + models.OOV + 1 for w in _word_ranks(review, f"x_{part}")]
+                ids = [w if w < models.VOCAB else models.OOV for w in ids][-models.SEQ_LEN :]
+                x[i, models.SEQ_LEN - len(ids) :] = ids
+            xs.append(x)
+            ys.append(labels)
+    except (OSError, KeyError, ValueError, TypeError, EOFError, pickle.UnpicklingError) as exc:
+        raise DatasetError(f"{path}: not an IMDB word-rank archive ({', '.join(IMDB_PARTS)}): {exc}") from None
+    return np.concatenate(xs), np.concatenate(ys), ["negative", "positive"]
+
+
 def prepare(config: RunConfig) -> Path | None:
     """The cached array file for this configuration's dataset (made if needed); None for synthetic."""
     if config.dataset == "synthetic":
         return None
     sources = _sources(config)
-    path = cache_dir() / f"{config.dataset}-{config.image_size}px-{_key(config, sources)}.npz"
+    size = "" if config.dataset == "imdb" else f"{config.image_size}px-"
+    path = cache_dir() / f"{config.dataset}-{size}{_key(config, sources)}.npz"
     if path.exists():
         return path
-    log.info("decoding %s from %s at %dpx into %s", config.dataset, config.data_dir, config.image_size, path)
-    if config.dataset == "image_folder":
+    log.info("decoding %s from %s into %s", config.dataset, config.data_dir, path)
+    if config.dataset == "imdb":
+        x, y, classes = _decode_imdb(config, sources)
+    elif config.dataset == "image_folder":
         x, y, classes = _decode_folder(Path(config.data_dir or ""), config.image_size)
     else:
         x, y, classes = _decode_cifar(config, sources)

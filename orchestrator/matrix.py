@@ -30,6 +30,8 @@ from orchestrator.config import (
     FIELD_NAMES,
     FRAMEWORKS,
     MODELS,
+    RECURRENT_MODELS,
+    TOKEN_DATASETS,
     OPTIMIZERS,
     RunConfig,
     validate_field,
@@ -294,10 +296,12 @@ def _absolute_data_dir(config: RunConfig, base: Path) -> RunConfig:
 
 
 def _check_data(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:
+    if config.framework != "fault":
+        _check_data_kind(reader, config, layer, settings)
     if config.dataset == "synthetic":
         if config.data_dir is not None:
             key, line = _blame(layer, settings, ("data_dir",))
-            raise reader.error(line, key, "only applies to image_folder, cifar10 and cifar100 datasets")
+            raise reader.error(line, key, "only applies to image_folder, cifar10, cifar100 and imdb datasets")
         return
     if config.data_dir is None:
         key, line = _blame(layer, settings, ("dataset",))
@@ -305,6 +309,23 @@ def _check_data(reader: _Reader, config: RunConfig, layer: _Layer, settings: _La
     if not Path(config.data_dir).is_dir():
         key, line = _blame(layer, settings, ("data_dir",))
         raise reader.error(line, key, f"no such folder: {config.data_dir}")
+
+
+def _check_data_kind(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:
+    """Images feed the image models, token sequences the recurrent ones; IMDB has two classes."""
+    recurrent = config.model in RECURRENT_MODELS
+    if config.dataset != "synthetic" and recurrent != (config.dataset in TOKEN_DATASETS):
+        key, line = _blame(layer, settings, ("dataset", "model"))
+        what = "token sequences" if config.dataset in TOKEN_DATASETS else "images"
+        wants = "token sequences (dataset synthetic or imdb)" if recurrent else "images"
+        raise reader.error(
+            line, key, f"dataset {config.dataset} holds {what}, but model {config.model} reads {wants}"
+        )
+    if config.dataset in TOKEN_DATASETS and config.classes != 2:
+        key, line = _blame(layer, settings, ("classes", "dataset"))
+        raise reader.error(
+            line, key, f"dataset {config.dataset} has 2 classes (negative, positive), not {config.classes}"
+        )
 
 
 def _check_batch(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:

@@ -102,13 +102,67 @@ def _samples(np, rng, grid, axis, n):
     return x, labels
 
 
+# Synthetic token sequences (the recurrent models): each class owns a pool of marker words; a
+# sequence is background words drawn uniformly from the vocabulary, with MARKERS of its positions
+# holding words of its class's pool and CONFUSERS words of another class's pool. No single token
+# decides the class, but counting markers over the sequence does, which a GRU learns in a few
+# epochs. Lengths vary (pre-padded with 0, as Keras pads IMDB) so padding is exercised too.
+POOL = 20  # marker words per class
+MARKERS = 0.2  # fraction of a sequence's words that mark its class
+CONFUSERS = 0.05  # fraction that mark some other class
+MIN_LENGTH = 0.5  # shortest sequence, as a fraction of the full length
+
+
+def synthetic_tokens(config):
+    """Arrays x_train (N, L) int64 token ids, y_train int64, x_val, y_val, from config['seed'].
+
+    Uses config keys dataset_size, val_fraction, classes, seed; L and the vocabulary come from
+    workers.models (SEQ_LEN, VOCAB). Only RandomState integer draws and integer arithmetic.
+    """
+    import numpy as np
+
+    from workers import models
+
+    n_train, n_val = split_sizes(config)
+    if n_train < 1:
+        raise ValueError("dataset_size {} with val_fraction {} leaves no training sequences".format(
+            config["dataset_size"], config["val_fraction"]))
+    classes, length, first = int(config["classes"]), models.SEQ_LEN, models.OOV + 1
+    rng = np.random.RandomState(int(config["seed"]))
+    if classes * POOL > models.VOCAB - first:
+        raise ValueError("{} classes need more marker words than a vocabulary of {} has".format(
+            classes, models.VOCAB))
+    pools = (rng.permutation(models.VOCAB - first)[:classes * POOL] + first).reshape(classes, POOL)
+    out = []
+    for n in (n_train, n_val):
+        labels = np.arange(n, dtype=np.int64) % classes
+        rng.shuffle(labels)
+        x = rng.randint(first, models.VOCAB, (n, length)).astype(np.int64)
+        u = rng.randint(0, 1000, (n, length))
+        marker = u < int(MARKERS * 1000)
+        confuser = (u >= int(MARKERS * 1000)) & (u < int((MARKERS + CONFUSERS) * 1000))
+        pick = rng.randint(0, POOL, (n, length))
+        other = (labels[:, None] + rng.randint(1, max(classes, 2), (n, length))) % classes
+        x = np.where(marker, pools[labels[:, None], pick], x)
+        x = np.where(confuser, pools[other, pick], x)
+        starts = length - rng.randint(int(MIN_LENGTH * length), length + 1, n)
+        x[np.arange(n), starts] = models.START
+        x[np.arange(length)[None, :] < starts[:, None]] = models.PAD
+        out += [x, labels]
+    return {"x_train": out[0], "y_train": out[1], "x_val": out[2], "y_val": out[3]}
+
+
 def load(config):
     """The dataset a configuration asks for, as the arrays `synthetic` returns.
 
     Every adapter calls this (never `synthetic` directly), so every framework gets the same
-    pixels in the same split for a given configuration.
+    pixels (or token ids) in the same split for a given configuration.
     """
+    from workers import models
+
     if config.get("dataset", "synthetic") == "synthetic":
+        if config.get("model") in models.RECURRENT:
+            return synthetic_tokens(config)
         return synthetic(config)
     return from_file(config)
 
@@ -131,9 +185,13 @@ def from_file(config):
         raise ValueError("dataset_size {} is more than the {} images in {}".format(
             n_train + n_val, len(y), path))
     index = np.random.RandomState(config["seed"]).permutation(len(y))[:n_train + n_val]
+    labels = y[index].astype(np.int64)
+    if x.ndim == 2:  # token ids (dataset imdb): used as they are
+        tokens = x[index].astype(np.int64)
+        return {"x_train": tokens[:n_train], "y_train": labels[:n_train],
+                "x_val": tokens[n_train:], "y_val": labels[n_train:]}
     images = x[index].astype(np.float32)
     images /= np.float32(127.5)
     images -= np.float32(1.0)
-    labels = y[index].astype(np.int64)
     return {"x_train": images[:n_train], "y_train": labels[:n_train],
             "x_val": images[n_train:], "y_val": labels[n_train:]}

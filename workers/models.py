@@ -13,12 +13,30 @@ Conventions every translator must follow (see docs/models.md):
 - ``residual`` adds ``body(x)`` and ``shortcut(x)`` (an empty shortcut is the identity), then
   applies ``post`` ("relu" or None);
 - ``concat`` runs each of its ``branches`` (layer lists) on the same input and concatenates their
-  outputs along the channels, in branch order (Inception's module).
+  outputs along the channels, in branch order (Inception's module);
+- a recurrent model's input is a sequence of token ids, shape (L,); ``embedding`` maps it to
+  (L, dim); ``gru`` runs over the L steps from a zero state and yields its last state (hidden,):
+  PyTorch's GRU (cuDNN's), with gates in the order reset, update, new, and two biases per gate
+  (input and recurrent), the recurrent one inside the reset product of the new gate:
+  n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h. Keras's GRU with
+  ``reset_after=True`` is the same function with the gates in the order update, reset, new.
 """
 
 import math
 
-MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet")
+MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet")  # image models
+RECURRENT = ("gru",)  # sequence models: token ids in, no image size
+ALL_MODELS = MODELS + RECURRENT
+
+# The public comparison's IMDB sentiment network (ilkarman/DeepLearningFrameworks): a vocabulary of
+# 30,000 words, embeddings of 125, one GRU layer of 100 units, sequences of 150 tokens. Token ids
+# follow Keras's IMDB convention: 0 pads, 1 starts a review, 2 stands for a word outside the
+# vocabulary, words are 3 and up.
+VOCAB = 30000
+EMBEDDING = 125
+GRU_UNITS = 100
+SEQ_LEN = 150
+PAD, START, OOV = 0, 1, 2
 
 # PyTorch's BatchNorm defaults, written down so that frameworks with other defaults
 # (Keras: eps 1e-3, momentum 0.99 in its convention) are set to the same values.
@@ -45,6 +63,16 @@ INIT = {
         "weight": {"distribution": "constant", "value": 1.0},
         "bias": {"distribution": "constant", "value": 0.0},
     },
+    # embedding: N(0, 1), PyTorch's default (Keras's is uniform on +-0.05).
+    "embedding": {
+        "weight": {"distribution": "normal", "mean": 0.0, "scale": "one"},
+    },
+    # gru: every weight and both biases uniform on +-1/sqrt(hidden), PyTorch's, MXNet's and Paddle's
+    # default (Keras: Glorot kernel, orthogonal recurrent kernel, zero biases).
+    "gru": {
+        "weight": {"distribution": "uniform", "scale": "one_over_sqrt_hidden"},
+        "bias": {"distribution": "uniform", "scale": "one_over_sqrt_hidden"},
+    },
 }
 
 
@@ -58,6 +86,10 @@ def init_scale(rule, fan_in, fan_out):
         return math.sqrt(2.0 / fan_out)
     if rule == "glorot":
         return math.sqrt(6.0 / (fan_in + fan_out))
+    if rule == "one":
+        return 1.0
+    if rule == "one_over_sqrt_hidden":  # fan_out is the hidden size for a gru node (fans())
+        return 1.0 / math.sqrt(fan_out)
     raise ValueError("unknown init scale rule {!r}".format(rule))
 
 
@@ -69,6 +101,10 @@ def fans(node, in_channels):
     """
     if node["op"] == "dense":
         return in_channels, node["out"]
+    if node["op"] == "gru":
+        return in_channels, node["hidden"]
+    if node["op"] == "embedding":
+        return node["vocab"], node["dim"]
     area = node["kernel"] * node["kernel"]
     return in_channels // node["groups"] * area, node["out"] * area
 
@@ -112,6 +148,15 @@ def residual(body, shortcut, post):
 
 def concat(branches):
     return {"op": "concat", "branches": branches}
+
+
+def embedding(vocab, dim):
+    return {"op": "embedding", "vocab": vocab, "dim": dim}
+
+
+def gru(hidden):
+    """One GRU layer over the whole sequence, from a zero state; its output is the last state."""
+    return {"op": "gru", "hidden": hidden}
 
 
 # -- the five models ----------------------------------------------------------------------------
@@ -234,6 +279,11 @@ def _googlenet(classes):
     )
 
 
+def _gru(classes):
+    """The IMDB sentiment GRU: embedding, one GRU layer, its last state to a dense layer."""
+    return [embedding(VOCAB, EMBEDDING), gru(GRU_UNITS), dense(classes)]
+
+
 _BUILDERS = {
     "small_cnn": _small_cnn,
     "alexnet": _alexnet,
@@ -241,6 +291,7 @@ _BUILDERS = {
     "resnet50": _resnet50,
     "vgg16": _vgg16,
     "googlenet": _googlenet,
+    "gru": _gru,
 }
 
 
@@ -254,21 +305,30 @@ def build_arch(name, classes, image_size, features=False):
     features (see features_layers). Every translator checks its model against it.
     """
     if name not in _BUILDERS:
-        raise ValueError("unknown model {!r}; known: {}".format(name, ", ".join(MODELS)))
+        raise ValueError("unknown model {!r}; known: {}".format(name, ", ".join(ALL_MODELS)))
     layers = _BUILDERS[name](classes)
+    shape = input_shape(name, image_size)
     if features:
-        layers = features_layers(layers, (3, image_size, image_size))
-    arch = {"name": name, "input": [3, image_size, image_size], "classes": classes, "layers": layers,
-            "features": bool(features)}
+        layers = features_layers(layers, shape)
+    arch = {"name": name, "input": list(shape), "classes": classes, "layers": layers,
+            "features": bool(features), "tokens": name in RECURRENT}
     arch["output"] = list(_walk(layers, arch["input"])[0]) if features else [classes]
     return arch
+
+
+def input_shape(name, image_size):
+    """(3, H, W) for an image model; (SEQ_LEN,) token ids for a recurrent one (no image size)."""
+    return (SEQ_LEN,) if name in RECURRENT else (3, image_size, image_size)
 
 
 def features_layers(layers, shape):
     """The layers up to the last top-level pooling layer, flattened: the pooled features the
     feature-extraction benchmarks read (ResNet50 and MobileNetV2: the global average pool,
     2048 and 1280 values; AlexNet and VGG16: their adaptive pool, flattened; small_cnn: its
-    last max-pool, flattened). The classifier after it is left out."""
+    last max-pool, flattened). The classifier after it is left out. A recurrent model's
+    features are its last GRU state."""
+    if any(node["op"] == "gru" for node in layers):
+        return list(layers[:max(i for i, node in enumerate(layers) if node["op"] == "gru") + 1])
     last = max(i for i, node in enumerate(layers) if node["op"] in POOLS)
     kept = list(layers[:last + 1])
     if len(_walk(kept, shape)[0]) != 1:
@@ -322,7 +382,17 @@ def out_shape(node, shape):
             size *= dim
         return (size,)
     if op == "dense":
+        if len(shape) != 1:
+            raise ValueError("dense needs a flat input, got {}".format(list(shape)))
         return (node["out"],)
+    if op == "embedding":
+        if len(shape) != 1:
+            raise ValueError("embedding needs a (L,) sequence of token ids, got {}".format(list(shape)))
+        return shape[0], node["dim"]
+    if op == "gru":
+        if len(shape) != 2:
+            raise ValueError("gru needs a (L, features) sequence, got {}".format(list(shape)))
+        return (node["hidden"],)
     if op == "concat":
         outs = [_walk(branch, shape)[0] for branch in node["branches"]]
         if any(len(o) != 3 or o[1:] != outs[0][1:] for o in outs):
@@ -347,6 +417,11 @@ def node_parameters(node, shape):
         return node["out"] * (per_out + (1 if node["bias"] else 0))
     if op == "bn":
         return 2 * shape[0]
+    if op == "embedding":
+        return node["vocab"] * node["dim"]
+    if op == "gru":  # three gates, input and recurrent weights, two biases each
+        hidden = node["hidden"]
+        return 3 * hidden * (shape[-1] + hidden) + 2 * 3 * hidden
     if op == "dense":
         return node["out"] * (shape[0] + (1 if node["bias"] else 0))
     if op == "residual":
@@ -381,7 +456,10 @@ _MAX_SEARCH = 4096
 
 
 def min_image_size(name):
-    """The smallest square image size ``name`` accepts (searched upward once, then cached)."""
+    """The smallest square image size ``name`` accepts (searched upward once, then cached);
+    1 for a recurrent model, which takes no image."""
+    if name in RECURRENT:
+        return 1
     if name not in _MIN_SIZE:
         for size in range(1, _MAX_SEARCH + 1):
             try:

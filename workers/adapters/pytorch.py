@@ -93,11 +93,15 @@ class Adapter(base.Adapter):
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
     def forward_shape(self, batch):
-        torch, size = self.torch, self.config["image_size"]
+        torch, config = self.torch, self.config
+        shape = models.input_shape(config["model"], config["image_size"])
         self.model.eval()
         try:
             with torch.no_grad():
-                x = torch.zeros(batch, 3, size, size, device=self.device)
+                if config["model"] in models.RECURRENT:  # token ids
+                    x = torch.zeros((batch,) + shape, dtype=torch.long, device=self.device)
+                else:
+                    x = torch.zeros((batch,) + shape, device=self.device)
                 return tuple(self.model(x).shape)
         finally:
             self.model.train()
@@ -329,6 +333,19 @@ def _module(nn, node, shape, inplace):
         return nn.Flatten()
     if op == "dropout":
         return nn.Dropout(node["p"])
+    if op == "embedding":
+        layer = nn.Embedding(node["vocab"], node["dim"])
+        _initialise(layer, op, models.fans(node, shape[-1]))
+        return layer
+    if op == "gru":
+        layer = nn.GRU(shape[-1], node["hidden"], batch_first=True)
+        # weight_ih_l0, weight_hh_l0 (gates r, z, n stacked), bias_ih_l0, bias_hh_l0
+        rules = models.INIT[op]
+        for name, tensor in layer.named_parameters():
+            rule = rules["weight" if name.startswith("weight") else "bias"]
+            bound = models.init_scale(rule["scale"], *models.fans(node, shape[-1]))
+            tensor.uniform_(-bound, bound)
+        return _residual_class(nn, "LastState")(layer)
     if op == "concat":
         branches = [_sequential(nn, branch, shape)[0] for branch in node["branches"]]
         return _residual_class(nn, "Concat")(branches)
@@ -383,5 +400,15 @@ def _residual_class(nn, name="Residual"):
             def forward(self, x):
                 return torch.cat([branch(x) for branch in self.branches], 1)
 
-        _RESIDUAL.append({"Residual": Residual, "Concat": Concat})
+        class LastState(nn.Module):
+            """A batch-first GRU over the whole sequence from a zero state; its last state."""
+
+            def __init__(self, gru):
+                super().__init__()
+                self.gru = gru
+
+            def forward(self, x):
+                return self.gru(x)[1][-1]
+
+        _RESIDUAL.append({"Residual": Residual, "Concat": Concat, "LastState": LastState})
     return _RESIDUAL[0][name]
