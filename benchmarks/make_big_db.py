@@ -25,7 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from orchestrator.config import MODELS, RunConfig  # noqa: E402
+from orchestrator.config import IMAGE_MODELS as MODELS  # noqa: E402
+from orchestrator.config import RunConfig  # noqa: E402
 from orchestrator.db import Database  # noqa: E402
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")

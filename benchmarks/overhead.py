@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import overhead_paired  # noqa: E402
 
 from orchestrator import envs  # noqa: E402
-from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, MODELS, RunConfig  # noqa: E402
+from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, IMAGE_MODELS, RunConfig  # noqa: E402
 from orchestrator.execute import execute, run_dir_for, worker_env  # noqa: E402
 from orchestrator.sidecar import SAMPLES_FILE  # noqa: E402
 
@@ -125,7 +125,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         epilog="example: .venv/bin/python benchmarks/overhead.py --framework paddle --rounds 6",
     )
     parser.add_argument("--framework", default="pytorch", choices=FRAMEWORKS)
-    parser.add_argument("--model", default="small_cnn", choices=MODELS)
+    parser.add_argument("--model", default="small_cnn", choices=IMAGE_MODELS)
     parser.add_argument(
         "--device", default="cpu", choices=("cpu", "cuda"), help="cuda: PyTorch only (both sides synchronise)"
     )

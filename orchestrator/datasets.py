@@ -2,8 +2,9 @@
 
 Decoding happens here, in the orchestrator, before any run starts: it is never timed, and every
 framework trains on exactly the same pixels. The cache file is an ``.npz`` holding ``x`` (N, 3, H, W)
-uint8 (IMDB: (N, SEQ_LEN) int32 token ids), ``y`` (N,) int64 and ``classes``; its name is a hash of the source (paths, sizes, mtimes),
-the kind and the image size, so a changed folder is decoded again and an unchanged one never is.
+uint8 (IMDB: (N, SEQ_LEN) int32 token ids), ``y`` (N,) int64 and ``classes``; its name is a hash of
+the source (paths, sizes, mtimes), the kind and the image size, so a changed folder is decoded
+again and an unchanged one never is.
 """
 
 from __future__ import annotations
@@ -176,7 +177,8 @@ def _npz_member(path: Path, name: str) -> np.ndarray:
 
     with zipfile.ZipFile(path) as archive, archive.open(f"{name}.npy") as fp:
         version = np.lib.format.read_magic(fp)
-        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        fmt = np.lib.format
+        read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
         _, _, dtype = read_header(fp)
         if not dtype.hasobject:
             with np.load(path, allow_pickle=False) as data:
@@ -189,7 +191,8 @@ def _npz_member(path: Path, name: str) -> np.ndarray:
 
 def _word_ranks(value: object, name: str) -> list[int]:
     if not isinstance(value, (list, tuple, np.ndarray)):
-        raise ValueError(f"{name} holds a {type(value).__name__} where a review (a list of word ranks) belongs")
+        kind = type(value).__name__
+        raise ValueError(f"{name} holds a {kind} where a review (a list of word ranks) belongs")
     ranks = [int(w) for w in value]
     if any(w < 0 for w in ranks):
         raise ValueError(f"{name} holds a negative word rank")
@@ -221,7 +224,8 @@ def _decode_imdb(config: RunConfig, sources: list[Path]) -> tuple[np.ndarray, np
             xs.append(x)
             ys.append(labels)
     except (OSError, KeyError, ValueError, TypeError, EOFError, pickle.UnpicklingError) as exc:
-        raise DatasetError(f"{path}: not an IMDB word-rank archive ({', '.join(IMDB_PARTS)}): {exc}") from None
+        parts = ", ".join(IMDB_PARTS)
+        raise DatasetError(f"{path}: not an IMDB word-rank archive ({parts}): {exc}") from None
     return np.concatenate(xs), np.concatenate(ys), ["negative", "positive"]
 
 

@@ -30,9 +30,9 @@ from orchestrator.config import (
     FIELD_NAMES,
     FRAMEWORKS,
     MODELS,
+    OPTIMIZERS,
     RECURRENT_MODELS,
     TOKEN_DATASETS,
-    OPTIMIZERS,
     RunConfig,
     validate_field,
 )

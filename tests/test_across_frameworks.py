@@ -24,11 +24,13 @@ REFERENCE_1000 = {
     "resnet50": 25_557_032,
     "vgg16": 138_357_544,
     "googlenet": 6_624_904,
+    "gru": 3_818_302 - 202 + 100 * 1000 + 1000,  # the IMDB GRU with a 1000-way dense layer
 }
 # What a framework honestly cannot do, with the reason its adapter gives (docs/frameworks/).
 KNOWN_LIMITS = {
     ("singa", "mobilenet_v2"): ("unsupported", "grouped convolution"),
     ("singa", "googlenet"): ("unsupported", "concatenation"),
+    ("singa", "gru"): ("unsupported", "cuDNN"),
 }
 QUICK = Path(__file__).resolve().parent.parent / "matrices" / "quick.yaml"
 

@@ -203,3 +203,109 @@ def test_only_the_types_cifar_files_hold_are_admitted(tmp_path, payload):
     path.write_bytes(payload)
     with pytest.raises(pickle.UnpicklingError, match="refused to load"):
         datasets.load_data_pickle(path)
+
+
+def make_imdb(root: Path, train: int = 30, test: int = 10, extra: object = None) -> Path:
+    """A small imdb.npz in Keras's layout: object arrays of reviews (lists of word ranks from 1)."""
+    rng = np.random.RandomState(0)
+
+    def reviews(n: int) -> np.ndarray:
+        out = np.empty(n, dtype=object)
+        for i in range(n):
+            out[i] = [int(w) for w in rng.randint(1, 40000, rng.randint(3, 300))]
+        return out
+
+    x_train = reviews(train)
+    if extra is not None:
+        x_train[0] = extra
+    root.mkdir(parents=True, exist_ok=True)
+    np.savez(
+        root / "imdb.npz",
+        x_train=x_train,
+        y_train=rng.randint(0, 2, train),
+        x_test=reviews(test),
+        y_test=rng.randint(0, 2, test),
+    )
+    return root
+
+
+def test_imdb_is_read_as_keras_reads_it(tmp_path):
+    root = make_imdb(tmp_path / "imdb")
+    path = datasets.prepare(
+        config(model="gru", dataset="imdb", data_dir=str(root), classes=2, dataset_size=40)
+    )
+    assert path is not None
+    with np.load(root / "imdb.npz", allow_pickle=True) as raw, np.load(path) as cached:
+        x, y = cached["x"], cached["y"]
+        assert (
+            x.shape == (40, 150)
+            and x.dtype == np.int32
+            and list(cached["classes"]) == ["negative", "positive"]
+        )
+        assert list(y) == list(raw["y_train"]) + list(raw["y_test"])
+        for i, review in enumerate(list(raw["x_train"]) + list(raw["x_test"])):
+            # Keras: a start token, ranks + 3, ranks past the vocabulary as 2, padded/truncated in front
+            ids = [1] + [w + 3 if w + 3 < 30000 else 2 for w in review]
+            ids = ids[-150:]
+            assert list(x[i]) == [0] * (150 - len(ids)) + ids
+    arrays = data.from_file({"data_file": str(path), "dataset_size": 40, "val_fraction": 0.25, "seed": 0})
+    assert arrays["x_train"].shape == (30, 150) and arrays["x_train"].dtype == np.int64
+    assert arrays["x_val"].shape == (10, 150)
+
+
+def test_an_imdb_archive_that_would_run_code_is_refused(tmp_path, write_matrix, cli, workdir):
+    marker = tmp_path / "ran"
+    make_imdb(workdir / "imdb", extra=RunsCode(marker))
+    write_matrix(
+        "settings: {model: gru, dataset: imdb, data_dir: imdb, classes: 2, dataset_size: 20, batch_size: 4}"
+    )
+    result = cli("run", "--matrix", "m.yaml")
+    assert result.exit_code == 1, result.output
+    line = result.output.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert "imdb.npz" in line and "refused to load posix.system" in line
+    assert not marker.exists()
+    assert not (workdir / "bench.db").exists()
+
+
+def test_imdb_and_model_kinds_must_match(tmp_path, write_matrix, cli, workdir):
+    make_imdb(workdir / "imdb")
+    cases = {
+        "settings: {model: resnet50, dataset: imdb, data_dir: imdb, classes: 2}": (
+            "m.yaml:1: dataset: dataset imdb holds token sequences, but model resnet50 reads images"
+        ),
+        "settings: {model: gru, dataset: imdb, data_dir: imdb}": (
+            "m.yaml:1: dataset: dataset imdb has 2 classes (negative, positive), not 10"
+        ),
+        "settings: {model: gru, dataset: cifar10, data_dir: imdb}": (
+            "m.yaml:1: dataset: dataset cifar10 holds images, but model gru reads token sequences"
+        ),
+        "settings: {model: gru, dataset: imdb, data_dir: nowhere, classes: 2}": (
+            "m.yaml:1: data_dir: no such folder"
+        ),
+        "settings: {model: gru, dataset: imdb, data_dir: ., classes: 2}": "dataset imdb needs imdb.npz",
+    }
+    for text, message in cases.items():
+        write_matrix(text + "\n")
+        result = cli("run", "--matrix", "m.yaml")
+        assert result.exit_code == 1 and message in result.output, (text, result.output)
+    assert not (workdir / "bench.db").exists()
+
+
+def test_synthetic_tokens_are_deterministic_and_carry_their_class():
+    cfg = {"model": "gru", "dataset_size": 400, "val_fraction": 0.25, "classes": 2, "seed": 3}
+    one, two = data.load(cfg), data.load(cfg)
+    assert all(np.array_equal(one[k], two[k]) for k in one)
+    x, y = one["x_train"], one["y_train"]
+    assert x.shape == (300, 150) and x.dtype == np.int64 and x.min() >= 0 and x.max() < 30000
+    assert sorted(set(y.tolist())) == [0, 1]
+    starts = (x == 1).argmax(axis=1)  # the start token follows the padding, as Keras pads
+    assert all((row[:s] == 0).all() and s <= 75 for row, s in zip(x, starts, strict=True))
+    # No single token decides the class, but the class's marker words are over-represented:
+    # a word's count in class 0 against class 1 separates most sequences.
+    counts = [np.bincount(x[y == c].ravel(), minlength=30000) for c in (0, 1)]
+    for count in counts:
+        count[:3] = 0  # padding, start and out-of-vocabulary are not words
+    markers = [np.argsort(counts[c] - counts[1 - c])[-20:] for c in (0, 1)]
+    score = np.isin(x, markers[0]).sum(1) - np.isin(x, markers[1]).sum(1)
+    assert ((score > 0) == (y == 0)).mean() > 0.9

@@ -34,6 +34,8 @@ VOCABULARY = {
     "dropout": {"p"},
     "residual": {"body", "shortcut", "post"},
     "concat": {"branches"},
+    "embedding": {"vocab", "dim"},
+    "gru": {"hidden"},
 }
 
 
@@ -170,7 +172,7 @@ def test_init_is_data_and_scales():
     assert models.init_scale("he_fan_out", 288, 576) == math.sqrt(2 / 576)
     assert models.init_scale("glorot", 6400, 512) == math.sqrt(6 / 6912)
     for op, rules in models.INIT.items():
-        assert set(rules) == {"weight", "bias"}, op
+        assert set(rules) == ({"weight"} if op == "embedding" else {"weight", "bias"}), op
         for rule in rules.values():
             assert rule["distribution"] in ("normal", "uniform", "constant")
             if rule["distribution"] != "constant":
@@ -183,3 +185,36 @@ def test_split_sizes_without_numpy():
     assert data.split_sizes({"dataset_size": 256, "val_fraction": 0.2}) == (205, 51)
     assert data.split_sizes({"dataset_size": 6003, "val_fraction": 0.2}) == (4802, 1201)
     assert data.split_sizes({"dataset_size": 10, "val_fraction": 0.0}) == (10, 0)
+
+
+def test_the_imdb_gru():
+    """The public comparison's network: embedding 30,000 x 125, GRU 100, dense to 2 classes."""
+    arch = models.build_arch("gru", 2, 224)
+    assert arch["input"] == [150] and arch["tokens"]  # token ids; the image size does not apply
+    assert [node["op"] for node in arch["layers"]] == ["embedding", "gru", "dense"]
+    # 30,000 * 125 embeddings; GRU: 3 gates * 100 * (125 + 100) weights + 2 * 3 * 100 biases
+    # (PyTorch's nn.GRU layout: input and recurrent bias per gate); dense 100 * 2 + 2
+    assert models.infer(arch) == {"output_shape": [2], "parameters": 3_750_000 + 68_100 + 202}
+    assert models.infer(models.build_arch("gru", 2, 8)) == models.infer(arch)
+    features = models.build_arch("gru", 2, 64, features=True)
+    assert features["output"] == [100] and features["layers"][-1]["op"] == "gru"
+    assert models.min_image_size("gru") == 1
+    for node in arch["layers"]:
+        assert set(node) - {"op"} == VOCABULARY[node["op"]]
+
+
+def test_gru_shapes_are_checked():
+    with pytest.raises(ValueError, match="gru needs a"):
+        models.out_shape(models.gru(10), (3, 8, 8))
+    with pytest.raises(ValueError, match="embedding needs a"):
+        models.out_shape(models.embedding(10, 4), (3, 8, 8))
+    with pytest.raises(ValueError, match="dense needs a flat input"):
+        models.out_shape(models.dense(2), (150, 125))
+
+
+def test_gru_init_scales():
+    node = models.gru(100)
+    fan_in, fan_out = models.fans(node, 125)
+    assert models.init_scale(models.INIT["gru"]["weight"]["scale"], fan_in, fan_out) == pytest.approx(0.1)
+    emb = models.embedding(30000, 125)
+    assert models.init_scale(models.INIT["embedding"]["weight"]["scale"], *models.fans(emb, 150)) == 1.0

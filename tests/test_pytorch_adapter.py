@@ -22,6 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 # with numpy 1.19.5 (Python 3.6), 1.23.5 and 2.4.6, so every framework trains on the same data.
 DIGEST_CONFIG = {"dataset_size": 40, "val_fraction": 0.25, "image_size": 16, "classes": 10, "seed": 0}
 DIGEST = "9409296c7d431d99"
+# The same for data.load's token sequences (model gru): numpy 1.19.5, 1.23.5 and 2.4.6 agree.
+TOKEN_CONFIG = {"model": "gru", "dataset_size": 40, "val_fraction": 0.25, "classes": 2, "seed": 0}
+TOKEN_DIGEST = "d19312f377d134a8"
 
 DRIVER = textwrap.dedent(
     """
@@ -95,6 +98,26 @@ DRIVER = textwrap.dedent(
                 "optimizer_state_after_reset": fresh_optimizer,
                 "repeat_first_loss": train_epoch(a, 1, train_size)}
 
+    def check_gru(token_config):
+        import torch
+        a, _ = adapter(model="gru", classes=2, batch_size=64, dataset_size=1280, optimizer="adam",
+                       lr=0.001, threads=1)
+        count = a.build_model()
+        gru = [m for m in a.model.modules() if isinstance(m, torch.nn.GRU)][0]
+        bound = max(float(p.abs().max()) for p in gru.parameters())
+        shape = list(a.forward_shape(2))
+        train_size, val_size = a.load_data()
+        a.reset()
+        epochs = [[train_epoch(a, epoch, train_size)] + list(a.evaluate()) for epoch in (1, 2, 3)]
+        f, _ = adapter(model="gru", classes=2, batch_size=8, dataset_size=40, task="inference",
+                       features=True, threads=1)
+        f.build_model()
+        f.load_data()
+        f.prepare_epoch(runner.epoch_order(0, 1, 32))
+        f.infer_step(0)
+        return {"parameters": count, "shape": shape, "gru_bound": bound, "epochs": epochs,
+                "features": list(f._output.shape), "digest": digest(data.load(token_config))}
+
     def check_cuda():
         import torch
         try:
@@ -118,7 +141,8 @@ DRIVER = textwrap.dedent(
     """
 )
 
-CHECKS = [["models", []], ["data", [DIGEST_CONFIG]], ["train", []], ["cuda", []], ["oom", []]]
+CHECKS = [["models", []], ["data", [DIGEST_CONFIG]], ["train", []], ["gru", [TOKEN_CONFIG]], ["cuda", []]]
+CHECKS.append(["oom", []])
 CHECKS.append(["threads", []])
 
 
@@ -177,6 +201,18 @@ def test_small_cnn_learns_the_synthetic_data(driven):
     assert losses[-1] < losses[0] * 0.6, got["epochs"]
     assert accuracies[-1] >= 0.6, got["epochs"]  # chance is 0.1
     assert got["training_mode_after_eval"]
+
+
+@pytest.mark.framework
+def test_the_gru_is_the_reference_and_learns_the_synthetic_tokens(driven):
+    got = driven("gru")
+    assert got["parameters"] == models.infer(models.build_arch("gru", 2, 64))["parameters"] == 3_818_302
+    assert got["shape"] == [2, 2] and got["features"] == [8, 100]
+    assert 0.09 < got["gru_bound"] <= 0.1  # models.INIT: uniform on +-1/sqrt(100)
+    losses, accuracies = [e[0] for e in got["epochs"]], [e[2] for e in got["epochs"]]
+    assert losses[-1] < losses[0] * 0.7, got["epochs"]
+    assert accuracies[-1] > 0.7, got["epochs"]  # chance is 0.5
+    assert got["digest"] == TOKEN_DIGEST, "the synthetic tokens changed: every framework must see the same"
 
 
 @pytest.mark.framework

@@ -26,11 +26,13 @@ def test_every_matrix_file_is_tested():
         "cifar-cnn",
         "inference",
         "googlenet-alexnet",
+        "imdb-gru",
     }
 
 
 @pytest.mark.parametrize(
-    "name", ["quick", "full", "batch-sweep", "optimizers", "threads", "inference", "googlenet-alexnet"]
+    "name",
+    ["quick", "full", "batch-sweep", "optimizers", "threads", "inference", "googlenet-alexnet", "imdb-gru"],
 )
 def test_matrix_loads_with_every_framework(name):
     m = load_matrix(MATRICES / f"{name}.yaml")
@@ -54,6 +56,10 @@ def test_the_research_grids():
     wall = load_matrix(MATRICES / "googlenet-alexnet.yaml").configs
     assert {c.model for c in wall} == {"googlenet", "alexnet"}
     assert [c.batch_size for c in wall[:10]] == sorted(c.batch_size for c in wall[:10])  # ascending
+    gru = load_matrix(MATRICES / "imdb-gru.yaml").configs
+    assert len(gru) == 6 * 2 and {(c.model, c.classes, c.batch_size, c.optimizer, c.lr) for c in gru} == {
+        ("gru", 2, 64, "adam", 0.001)
+    }
     quick = load_matrix(MATRICES / "quick.yaml").configs
     assert [c.framework for c in quick].count("fault") == 1
 
