@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from orchestrator.config import FAULT_FIELDS
+from orchestrator.config import FAULT_FIELDS, RECURRENT_MODELS
 from orchestrator.db import Database
 from orchestrator.report import sweep_heading
 from orchestrator.report_select import (
@@ -30,6 +30,7 @@ from orchestrator.report_select import (
     varying,
 )
 from orchestrator.tables import Column, number, render
+from workers.models import SEQ_LEN
 
 DEVICE_NAMES = {"cpu": "CPU", "cuda": "GPU"}
 ACCURACY_STEP = 5  # the research reads validation accuracy at epochs 5, 10, ...
@@ -178,7 +179,14 @@ def load(
         row["machine_order"] = order[row["fingerprint"]]
     used = {fp: label for fp, label in labels.items() if any(r["fingerprint"] == fp for r in rows)}
     note = machine_note(used)
-    return rows, used, [note] if note else []
+    notes = [note] if note else []
+    recurrent = sorted({r["model"] for r in rows if r["model"] in RECURRENT_MODELS})
+    if recurrent:
+        notes.append(
+            f'{", ".join(recurrent)}: one "image" is one sequence of {SEQ_LEN} tokens (images/s are '
+            "sequences/s, ms/image ms per sequence)"
+        )
+    return rows, used, notes
 
 
 def keys_of(rows: list[dict[str, Any]], always: Sequence[str], exclude: Sequence[str]) -> list[str]:

@@ -35,7 +35,9 @@ include:
   - {framework: pytorch, model: small_cnn, device: cuda}
   - {framework: pytorch, model: small_cnn, image_size: 32, optimizer: rmsprop, lr: 0.001, repeats: 2,
      epochs: 2}
+  - {framework: pytorch, model: gru, classes: 2, optimizer: adam, lr: 0.001}
 """
+REPORT: dict[str, str] = {}  # bench report's output on the sweep, filled by the fixture
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +50,11 @@ def sweep(tmp_path_factory, pytorch_python):
     os.chdir(path)
     try:
         result = CliRunner().invoke(cli, ["run", "--matrix", "m.yaml"], catch_exceptions=False)
+        report = CliRunner().invoke(cli, ["report", "--table", "comparison"], catch_exceptions=False)
     finally:
         os.chdir(cwd)
     assert result.exit_code == 0, result.output
+    assert report.exit_code == 0, report.output
     conn = sqlite3.connect(path / "bench.db")
     conn.row_factory = sqlite3.Row
     rows = [
@@ -62,6 +66,7 @@ def sweep(tmp_path_factory, pytorch_python):
     ]
     epochs = [dict(r) for r in conn.execute("SELECT * FROM epochs ORDER BY run_id, repeat, epoch")]
     conn.close()
+    REPORT["comparison"] = report.output
     return rows, epochs
 
 
@@ -137,3 +142,12 @@ def test_small_cnn_learns_the_synthetic_data(write_matrix, cli, workdir, pytorch
     outcome, accuracy = conn.execute("SELECT outcome, final_val_accuracy FROM runs").fetchone()
     assert outcome == "ok"
     assert accuracy > 0.6  # chance is 0.25
+
+
+def test_the_gru_runs_in_the_harness_and_its_unit_is_said(sweep):
+    rows, epochs = sweep
+    row = next(r for r in rows if r["model"] == "gru")
+    assert row["outcome"] == "ok", row["reason"] or row["stderr_tail"]
+    assert row["parameter_count"] == models.infer(models.build_arch("gru", 2, 64))["parameters"] == 3_818_302
+    assert row["images_per_second"] > 0 and 0.0 <= row["final_val_accuracy"] <= 1.0
+    assert 'gru: one "image" is one sequence of 150 tokens' in REPORT["comparison"]
