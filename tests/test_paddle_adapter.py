@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.drivers import checked, drive, framework_python
+from tests import torch_gru
+from tests.drivers import checked, drive, framework_python, run_driver
+from tests.test_tensorflow_adapter import TORCH_SIDE
 from workers import models
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -169,12 +171,95 @@ DRIVER = textwrap.dedent(
     def check_threads(n):
         return adapter(threads=n)[1]["threads"]
 
+    def check_gru():
+        a, info = adapter(model="gru", classes=2, batch_size=2)
+        count = a.build_model()
+        embedding, gru = a.model[0], a.model[1].gru
+        weights = {name: p.numpy() for name, p in gru.named_parameters()}
+        table = embedding.weight.numpy()
+        return {"paddle": count, "infer": models.infer(models.build_arch("gru", 2, 1))["parameters"],
+                "shape": list(a.forward_shape(2)), "settings": info["settings"],
+                "gru_shapes": {name: list(w.shape) for name, w in weights.items()},
+                "gru_max": max(float(np.abs(w).max()) for w in weights.values()),
+                "gru_std": [float(w.std()) for w in weights.values()],
+                "embedding_std": float(table.std()), "embedding_mean": float(table.mean())}
+
+    def gru_variables(a, f):
+        a.model[0].weight.set_value(f["embedding"])
+        gru = a.model[1].gru
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(gru, name + "_l0").set_value(f[name])
+        if len(a.model) > 2:
+            a.model[2].weight.set_value(f["dense_weight"].T)  # Paddle's Linear weight is (in, out)
+            a.model[2].bias.set_value(f["dense_bias"])
+
+    def check_gru_cross(path):
+        import paddle
+        a, _ = adapter(model="gru", classes=2, batch_size=2)
+        f = np.load(path)
+        out = {}
+        for features in (False, True):  # the logits, and the last state (features: true)
+            a.build(models.build_arch("gru", 2, 1, features=features))
+            gru_variables(a, f)
+            a.model.eval()
+            with paddle.no_grad():
+                got = a.forward(paddle.to_tensor(f["x"])).numpy()
+            want = f["state" if features else "out"]
+            out["state" if features else "logits"] = [float(np.abs(got - want).max()),
+                                                       float(np.abs(want).max())]
+        return out
+
+    def check_cross(folder, cases):
+        import paddle
+        a, _ = adapter(batch_size=2, classes=10)
+        out = {}
+        for name, size in cases:
+            a.build(models.build_arch(name, 10, size))
+            f = np.load("{}/{}.npz".format(folder, name))
+            params = [f["p{:04d}".format(i)] for i in range(sum(k[0] == "p" for k in f.files))]
+            load_torch_weights(paddle, a.model, params)
+            a.model.eval()
+            with paddle.no_grad():
+                got = a.forward(paddle.to_tensor(f["x"])).numpy()
+            out[name] = [float(np.abs(got - f["out"]).max()), float(np.abs(f["out"]).max())]
+        return out
+
+    def load_torch_weights(paddle, model, params):
+        # Both walk the layers depth first in the order they were made (modules(), sublayers()),
+        # and both flatten C, H, W: only the dense weights are transposed (Paddle's are (in, out)).
+        nn, i = paddle.nn, 0
+        for layer in model.sublayers():
+            if isinstance(layer, nn.BatchNorm2D):
+                names = ["weight", "bias", "_mean", "_variance"]
+            elif isinstance(layer, (nn.Conv2D, nn.Linear)):
+                names = ["weight"] + (["bias"] if layer.bias is not None else [])
+            else:
+                continue
+            for name in names:
+                value = params[i].T if name == "weight" and isinstance(layer, nn.Linear) else params[i]
+                getattr(layer, name).set_value(value)
+                i += 1
+        assert i == len(params), (i, len(params))
+
+    def check_gru_train():
+        # PyTorch reaches ~0.9 validation accuracy in three epochs of this (Adam, batch 64).
+        a, _ = adapter(model="gru", classes=2, dataset_size=1280, batch_size=64, optimizer="adam",
+                       lr=0.001, epochs=3)
+        a.build_model()
+        train_size, _ = a.load_data()
+        a.reset()
+        epochs = [[train_epoch(a, epoch, train_size)] + list(a.evaluate()) for epoch in (1, 2, 3)]
+        a.reset()
+        return {"epochs": epochs, "repeat_first_loss": train_epoch(a, 1, train_size)}
+
     run_checks(globals())
     """
 )
 
 CHECKS = [["models", []], ["init", []], ["pool", []], ["train", []], ["optimizers", []]]
-CHECKS += [["cuda", []], ["oom", []], ["threads", [1]]]  # threads last: it changes the pools
+CHECKS += [["cuda", []], ["oom", []], ["gru", []], ["gru_train", []]]
+# The PyTorch reference of GoogLeNet: convolutions, batch norm, padded pooling, concatenation.
+CROSS = [["googlenet", 32]]
 
 # One harness sweep: a real run, an explicit thread count recorded, and a device it cannot use.
 MATRIX = """
@@ -183,6 +268,8 @@ axes: {framework: [paddle], model: [small_cnn]}
 include:
   - {framework: paddle, model: small_cnn, threads: 2}
   - {framework: paddle, model: small_cnn, device: cuda}
+  - {framework: paddle, model: gru, classes: 2}
+  - {framework: paddle, model: gru, classes: 2, task: inference, features: true}
 """
 
 
@@ -192,8 +279,14 @@ def paddle_python() -> Path:
 
 
 @pytest.fixture(scope="module")
-def driven(paddle_python, tmp_path_factory):
-    results, stderr = drive(paddle_python, tmp_path_factory.mktemp("paddle"), DRIVER, CHECKS)
+def driven(paddle_python, pytorch_python, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("paddle")
+    (folder / "torch_side.py").write_text(TORCH_SIDE)
+    run_driver(pytorch_python, folder / "torch_side.py", str(folder), json.dumps(CROSS))
+    gru = torch_gru.dump(pytorch_python, folder)
+    checks = CHECKS + [["cross", [str(folder), CROSS]], ["gru_cross", [str(gru)]]]
+    checks += [["threads", [1]]]  # threads last: it changes the pools
+    results, stderr = drive(paddle_python, folder, DRIVER, checks)
     result = checked(results)
     result.stderr = stderr  # type: ignore[attr-defined]
     return result
@@ -320,7 +413,7 @@ def test_threads_are_applied_and_reported(driven):
 
 
 def test_harness_run_records_outcomes_and_threads(sweep):
-    ok, two, cuda = sweep
+    ok, two, cuda = sweep[:3]
     assert ok["outcome"] == "ok", ok["reason"] or ok["stderr_tail"]
     assert ok["parameter_count"] == models.infer(models.build_arch("small_cnn", 3, 32))["parameters"]
     assert ok["framework_version"] == "3.3.1" and ok["images_per_second"] > 0
@@ -330,3 +423,53 @@ def test_harness_run_records_outcomes_and_threads(sweep):
     assert json.loads(two["thread_env"])["OMP_NUM_THREADS"] == "2"
     assert applied["intra_op"] == 2 and applied["paddle_num_threads_flag"] == 2
     assert cuda["outcome"] == "unavailable" and "CPU-only build" in cuda["reason"]
+
+
+def test_gru_parameter_count_equals_infer(driven):
+    got = driven("gru")
+    assert got["paddle"] == got["infer"] == 3_818_302
+    assert got["shape"] == [2, 2]
+    assert got["settings"]["training_path"] == "eager"
+
+
+def test_gru_has_pytorchs_layout_and_init(driven):
+    got = driven("gru")
+    assert got["gru_shapes"] == {
+        "weight_ih_l0": [300, 125],
+        "weight_hh_l0": [300, 100],
+        "bias_ih_l0": [300],
+        "bias_hh_l0": [300],
+    }
+    bound = 1 / math.sqrt(models.GRU_UNITS)  # every weight and bias uniform on +-1/sqrt(hidden)
+    assert bound * 0.99 < got["gru_max"] <= bound
+    assert all(std == pytest.approx(bound / math.sqrt(3), rel=0.1) for std in got["gru_std"])
+    assert got["embedding_std"] == pytest.approx(1.0, rel=0.01) and abs(got["embedding_mean"]) < 0.01
+
+
+@pytest.mark.parametrize("output", ["logits", "state"])
+def test_gru_computes_what_the_pytorch_gru_computes(driven, output):
+    difference, scale = driven("gru_cross")[output]
+    assert difference <= 1e-5 * max(1.0, scale)
+
+
+@pytest.mark.parametrize("name", [case[0] for case in CROSS])
+def test_paddle_model_computes_what_the_pytorch_model_computes(driven, name):
+    difference, scale = driven("cross")[name]
+    assert difference <= 1e-5 * max(1.0, scale)
+
+
+def test_gru_learns_the_synthetic_tokens(driven):
+    got = driven("gru_train")
+    losses = [e[0] for e in got["epochs"]]
+    assert losses[-1] < losses[0] * 0.7, got["epochs"]
+    assert got["epochs"][-1][2] > 0.7, got["epochs"]  # chance is 0.5
+    assert got["repeat_first_loss"] == pytest.approx(losses[0], rel=1e-4)
+
+
+def test_harness_runs_the_gru_and_its_features(sweep):
+    train, features = sweep[3:]
+    assert train["outcome"] == "ok", train["reason"] or train["stderr_tail"]
+    assert train["parameter_count"] == 3_818_302 and train["images_per_second"] > 0
+    assert features["outcome"] == "ok", features["reason"] or features["stderr_tail"]
+    # features: true stops at the last GRU state: the classifier's 100 * 2 + 2 are left out
+    assert features["parameter_count"] == 3_818_302 - 202

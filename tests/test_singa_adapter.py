@@ -8,12 +8,14 @@ loads, so the threads check runs in a second, short process.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from tests.drivers import checked, drive, framework_python
 from workers import models
@@ -43,6 +45,12 @@ DRIVER = textwrap.dedent(
             shape = list(a.logits(np.zeros((2, 3, 64, 64), np.float32)).shape)
             out[name] = {"singa": count, "infer": models.infer(arch)["parameters"], "shape": shape}
         out["small_cnn_32"] = a.build(models.build_arch("small_cnn", 10, 32))
+        try:
+            out["gru"] = {"singa": a.build(models.build_arch("gru", 2, 1))}
+        except base.Unsupported as exc:
+            out["gru"] = {"unsupported": str(exc)}
+        # the refusal left the previous model whole: it still trains
+        out["after_gru"] = list(a.logits(np.zeros((2, 3, 32, 32), np.float32)).shape)
         return out
 
     def check_ops():
@@ -149,6 +157,34 @@ def driven(tmp_path_factory):
     return checked(results)
 
 
+# The IMDB GRU through the harness: an honest outcome, not a crash or a missing row.
+GRU_MATRIX = """
+settings: {model: gru, classes: 2, dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1}
+axes: {framework: [singa]}
+"""
+
+
+@pytest.fixture(scope="module")
+def gru_run(tmp_path_factory):
+    from orchestrator.cli import cli
+
+    framework_python("singa")
+    path = tmp_path_factory.mktemp("singa-gru")
+    (path / "m.yaml").write_text(GRU_MATRIX)
+    cwd = os.getcwd()
+    os.chdir(path)
+    try:
+        ran = CliRunner().invoke(cli, ["run", "--matrix", "m.yaml"], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    assert ran.exit_code == 0, ran.output
+    conn = sqlite3.connect(path / "bench.db")
+    conn.row_factory = sqlite3.Row
+    rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY id")]
+    conn.close()
+    return rows
+
+
 def test_module_imports_without_singa():
     code = "import sys, workers.adapters.singa as s; assert 'singa' not in sys.modules; print(s.Adapter.name)"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -170,6 +206,12 @@ def test_mobilenet_v2_is_unsupported_for_its_grouped_convolutions(driven):
 def test_googlenet_is_unsupported_for_its_concatenation(driven):
     reason = driven("models")["googlenet"]["unsupported"]
     assert "concatenation" in reason and "VecTensor" in reason
+
+
+def test_gru_is_unsupported_on_cpu_for_its_cudnn_only_rnn(driven):
+    reason = driven("models")["gru"]["unsupported"]
+    assert "cuDNN-only" in reason and "layer.CudnnRNN" in reason and "embedding" in reason
+    assert driven("models")["after_gru"] == [2, 10]
 
 
 def test_small_cnn_reference_count(driven):
@@ -222,3 +264,9 @@ def test_threads_are_applied_and_reported(driven):
     threads = driven("threads")
     assert threads["requested"] == 1 and threads["openmp"] == 1
     assert threads["env"]["OMP_NUM_THREADS"] == "1"
+
+
+def test_harness_records_the_gru_as_unsupported_with_its_reason(gru_run):
+    (row,) = gru_run
+    assert row["outcome"] == "unsupported", row["reason"] or row["stderr_tail"]
+    assert "cuDNN-only" in row["reason"] and "CudnnRNN" in row["reason"]

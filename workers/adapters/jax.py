@@ -6,7 +6,8 @@ backward, optimizer update, batch-norm statistics, the loss summed on the device
 compiled ahead of time with ``jax.jit(...).lower(...).compile()`` in build(): compilation is never
 inside a timed epoch, and a call with any other shape fails instead of compiling again. The step
 returns at once (JAX dispatches asynchronously); synchronize() blocks on the training state.
-Images are kept channels-last (NHWC), Flax's and XLA's CPU layout.
+Images are kept channels-last (NHWC), Flax's and XLA's CPU layout; token ids (the recurrent
+models) are int32.
 
 Threads: XLA's CPU intra-op pool has one thread per CPU the process may run on; ``PJRT_NPROC``,
 set before jax is imported, sizes it (docs/frameworks/jax.md says what else was tried).
@@ -38,7 +39,8 @@ class Adapter(base.Adapter):
         self._key = None
         self._tracer = None  # the jax_trace.Tracer of a traced run
         self._steps = 0
-        self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC, int32 labels)
+        self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC or token ids)
+        self._arch = None
         self._batches = []
 
     # -- setup -----------------------------------------------------------------------------
@@ -91,10 +93,10 @@ class Adapter(base.Adapter):
 
         jax, jnp = self.jax, self.jnp
         self.net = jax_layers.network(arch)
-        c, h, w = arch["input"]
+        self._arch = arch
         key = jax.random.PRNGKey(self.config["seed"])
         with jax.default_device(self.device):
-            variables = self.net.init(key, jnp.zeros((1, h, w, c), jnp.float32), train=False)
+            variables = self.net.init(key, _zeros(jnp, arch, 1), train=False)
             params = variables["params"]
             self.tx = self._make_optimizer()
             state = {"params": params, "batch_stats": variables.get("batch_stats", {}),
@@ -103,8 +105,7 @@ class Adapter(base.Adapter):
         self._initial = jax.device_get(state)
         self._state = jax.device_put(self._initial, self.device)
         self._steps = 0
-        out = jax.eval_shape(lambda v: self.net.apply(v, jnp.zeros((1, h, w, c)), train=False),
-                             variables)
+        out = jax.eval_shape(lambda v: self.net.apply(v, _zeros(jnp, arch, 1), train=False), variables)
         if list(out.shape[1:]) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(out.shape[1:])))
         self._train_fn = None  # compiled by the first prepare_epoch(): a probe never pays for it
@@ -115,9 +116,8 @@ class Adapter(base.Adapter):
         return sum(int(leaf.size) for leaf in jax.tree_util.tree_leaves(params))
 
     def forward_shape(self, batch):
-        jnp, size = self.jnp, self.config["image_size"]
         variables = {"params": self._state["params"], "batch_stats": self._state["batch_stats"]}
-        x = jnp.zeros((batch, size, size, 3), jnp.float32)
+        x = _zeros(self.jnp, self._arch, batch)
         return tuple(self.net.apply(variables, x, train=False).shape)
 
     def _make_optimizer(self):
@@ -165,7 +165,7 @@ class Adapter(base.Adapter):
             loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).sum()
             return loss, (jnp.argmax(logits, axis=1) == y).sum()
 
-        x = jax.ShapeDtypeStruct(batch_shape, jnp.float32)
+        x = jax.ShapeDtypeStruct(batch_shape, self._x.dtype)  # float32 images, int32 token ids
         y = jax.ShapeDtypeStruct(batch_shape[:1], jnp.int32)
         # The state is donated: XLA updates weights and optimizer state in place.
         self._train_fn = jax.jit(train, donate_argnums=0).lower(self._state, x, y).compile()
@@ -180,7 +180,7 @@ class Adapter(base.Adapter):
         def infer(params, batch_stats, x):
             return net.apply({"params": params, "batch_stats": batch_stats}, x, train=False)
 
-        x = jax.ShapeDtypeStruct(batch_shape, jnp.float32)
+        x = jax.ShapeDtypeStruct(batch_shape, self._x.dtype)
         state = self._state
         self._infer_fn = jax.jit(infer).lower(state["params"], state["batch_stats"], x).compile()
         if self._tracer is not None:
@@ -198,10 +198,8 @@ class Adapter(base.Adapter):
         import numpy as np
 
         arrays = data.load(self.config)
-        # NCHW -> NHWC once, untimed; labels as int32 (JAX's default integer width).
-        self._x = np.ascontiguousarray(arrays["x_train"].transpose(0, 2, 3, 1))
-        self._y = arrays["y_train"].astype(np.int32)
-        self._x_val = np.ascontiguousarray(arrays["x_val"].transpose(0, 2, 3, 1))
+        self._x, self._x_val = _host_inputs(np, arrays["x_train"]), _host_inputs(np, arrays["x_val"])
+        self._y = arrays["y_train"].astype(np.int32)  # JAX's default integer width
         self._y_val = arrays["y_val"].astype(np.int32)
         return len(self._y), len(self._y_val)
 
@@ -291,6 +289,22 @@ class Adapter(base.Adapter):
         text = str(exc).lower()
         runtime = getattr(getattr(self.jax, "errors", None), "JaxRuntimeError", RuntimeError)
         return isinstance(exc, (runtime, RuntimeError)) and any(t in text for t in _OOM_TEXT)
+
+
+def _zeros(jnp, arch, batch):
+    """A batch of zeros as the network takes it: NHWC float32 images, or (N, L) int32 token ids."""
+    if arch.get("tokens"):
+        return jnp.zeros((batch,) + tuple(arch["input"]), jnp.int32)
+    c, h, w = arch["input"]
+    return jnp.zeros((batch, h, w, c), jnp.float32)
+
+
+def _host_inputs(np, x):
+    """Images NCHW -> NHWC, once and untimed; token ids (N, L) as int32, JAX's default integer
+    width (64-bit integers are off unless jax_enable_x64 is set)."""
+    if x.ndim == 2:
+        return x.astype(np.int32)
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
 
 
 # -- setup helpers -------------------------------------------------------------------------

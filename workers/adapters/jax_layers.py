@@ -1,9 +1,10 @@
 """workers.models architectures as one Flax (linen) module, for the JAX adapter.
 
 Imported by the adapter after setup() has imported jax and flax. Shapes are tracked
-channels-first, as workers.models defines them; the arrays are NHWC. Every layer with weights is
-named after its place in the walk (``conv0``, ``bn1``, ``dense17``, ...), so the weights of one
-architecture can be matched one to one with another framework's (tests/test_jax_adapter.py).
+channels-first, as workers.models defines them; the arrays are NHWC (token ids: (N, L) int32).
+Every layer with weights is named after its place in the walk (``conv0``, ``bn1``, ``dense17``,
+``gru1``, ...), so the weights of one architecture can be matched one to one with another
+framework's (tests/test_jax_adapter.py).
 """
 
 import flax.linen as nn
@@ -14,7 +15,8 @@ from workers import models
 
 
 def network(arch):
-    """The Flax module for an architecture; call init/apply with NHWC images and train=."""
+    """The Flax module for an architecture; call init/apply with NHWC images (or int32 token
+    ids, shape (N, L)) and train=."""
     return Network(layers=_frozen(arch["layers"]), input_shape=tuple(arch["input"]))
 
 
@@ -82,6 +84,43 @@ class BatchNorm(nn.Module):
         return (x - mean) * (scale * jax.lax.rsqrt(var + self.eps)) + bias
 
 
+class GRU(nn.Module):
+    """PyTorch's GRU (one layer, batch first, from a zero state), in PyTorch's parameter layout:
+    weight_ih (3H, I), weight_hh (3H, H), bias_ih, bias_hh, gates r, z, n stacked in that order.
+    Returns the last state (N, H).
+
+    flax.linen.GRUCell is another function: it has no recurrent biases for r and z, so it has fewer
+    parameters; written out here, with the recurrence a jax.lax.scan over the time steps.
+    """
+
+    hidden: int
+
+    @nn.compact
+    def __call__(self, x):
+        gates, inputs = 3 * self.hidden, x.shape[-1]
+        fans = (inputs, self.hidden)
+        rules = models.INIT["gru"]
+        weight = _uniform(models.init_scale(rules["weight"]["scale"], *fans))
+        bias = _uniform(models.init_scale(rules["bias"]["scale"], *fans))
+        w_ih = self.param("weight_ih", weight, (gates, inputs))
+        w_hh = self.param("weight_hh", weight, (gates, self.hidden))
+        b_ih = self.param("bias_ih", bias, (gates,))
+        b_hh = self.param("bias_hh", bias, (gates,))
+        # Every step's input projection in one product, time first for the scan: (L, N, 3H).
+        projected = jnp.einsum("nli,gi->lng", x, w_ih) + b_ih
+
+        def step(h, xg):
+            x_r, x_z, x_n = jnp.split(xg, 3, axis=-1)
+            h_r, h_z, h_n = jnp.split(h @ w_hh.T + b_hh, 3, axis=-1)
+            r = jax.nn.sigmoid(x_r + h_r)
+            z = jax.nn.sigmoid(x_z + h_z)
+            n = jnp.tanh(x_n + r * h_n)
+            return (1.0 - z) * n + z * h, None
+
+        h0 = jnp.zeros((x.shape[0], self.hidden), projected.dtype)
+        return jax.lax.scan(step, h0, projected)[0]
+
+
 class Network(nn.Module):
     layers: tuple
     input_shape: tuple
@@ -132,6 +171,13 @@ class Network(nn.Module):
             return x.reshape((x.shape[0], -1))  # H, W, C order: a fixed permutation of the next dense
         if op == "dropout":
             return nn.Dropout(node["p"], deterministic=not train, name=name)(x)
+        if op == "embedding":
+            # A lookup in a (vocab, dim) table: Flax's Embed is exactly that (jnp.take).
+            rule = models.INIT[op]["weight"]
+            std = models.init_scale(rule["scale"], *models.fans(node, shape[-1]))
+            return nn.Embed(node["vocab"], node["dim"], embedding_init=_normal(std), name=name)(x)
+        if op == "gru":
+            return GRU(node["hidden"], name=name)(x)
         if op == "concat":
             # Each branch on the same input; NHWC, so the channels are the last axis.
             outs = [self.walk(branch, x, shape, train, counter)[0] for branch in node["branches"]]

@@ -18,7 +18,7 @@ from workers import data, models
 from workers.adapters import base
 
 _OOM_TEXT = ("out of memory", "resourceexhausted", "cannot allocate memory")
-_RESIDUAL = []  # the Residual and Concat nn.Layer classes, made once paddle is imported
+_RESIDUAL = []  # the Residual, Concat and LastState nn.Layer classes, made once paddle is imported
 _NOTICES = ("No ccache found", "When training, we now always track global mean and variance")
 # Paddle's RMSProp adds epsilon INSIDE the square root (g / sqrt(v + eps)); PyTorch adds it
 # outside (g / (sqrt(v) + eps), eps 1e-8). eps**2 inside gives the same floor of 1e-8 on the
@@ -125,11 +125,13 @@ class Adapter(base.Adapter):
             self.paddle.device.cuda.empty_cache()
 
     def forward_shape(self, batch):
-        paddle, size = self.paddle, self.config["image_size"]
+        paddle, config = self.paddle, self.config
+        shape = models.input_shape(config["model"], config["image_size"])
+        dtype = "int64" if config["model"] in models.RECURRENT else "float32"  # token ids
         self.model.eval()
         try:
             with paddle.no_grad():
-                x = paddle.zeros([batch, 3, size, size], dtype="float32")
+                x = paddle.zeros([batch] + list(shape), dtype=dtype)
                 return tuple(self.forward(x).shape)
         finally:
             self.model.train()
@@ -406,6 +408,11 @@ def _layer(paddle, node, shape):
     if op == "dropout":
         # Paddle's default mode, upscale_in_train, is PyTorch's inverted dropout.
         return nn.Dropout(node["p"])
+    if op == "embedding":
+        weight = _attrs(paddle, op, models.fans(node, shape[-1]), False)[0]
+        return nn.Embedding(node["vocab"], node["dim"], weight_attr=weight)
+    if op == "gru":
+        return _gru(paddle, node, shape)
     if op == "residual":
         body = _sequential(paddle, node["body"], shape)[0]
         shortcut = _sequential(paddle, node["shortcut"], shape)[0] if node["shortcut"] else None
@@ -415,6 +422,22 @@ def _layer(paddle, node, shape):
         branches = [_sequential(paddle, branch, shape)[0] for branch in node["branches"]]
         return _residual_class(paddle, "Concat")(branches)
     raise base.Unsupported("layer op {!r} is not supported by the Paddle adapter".format(op))
+
+
+def _gru(paddle, node, shape):
+    """paddle.nn.GRU, batch first, from a zero state; its last state.
+
+    Paddle documents PyTorch's GRU: gates r, z, c stacked in that order in weight_ih_l0 (3H, I)
+    and weight_hh_l0 (3H, H), two biases per gate, the recurrent one inside the reset product
+    (c = tanh(W_ic x + b_ic + r * (W_hc h + b_hc)), h' = z * h + (1 - z) * c); the weights load
+    one to one from PyTorch's (tests/test_paddle_adapter.py compares the outputs).
+    """
+    fans = models.fans(node, shape[-1])
+    ih, bias_ih = _attrs(paddle, "gru", fans, True)  # one ParamAttr per parameter
+    hh, bias_hh = _attrs(paddle, "gru", fans, True)
+    gru = paddle.nn.GRU(shape[-1], node["hidden"], time_major=False, weight_ih_attr=ih,
+                        weight_hh_attr=hh, bias_ih_attr=bias_ih, bias_hh_attr=bias_hh)
+    return _residual_class(paddle, "LastState")(gru)
 
 
 def _attrs(paddle, op, fans, with_bias):
@@ -461,5 +484,15 @@ def _residual_class(paddle, name="Residual"):
             def forward(self, x):
                 return paddle.concat([branch(x) for branch in self.branches], axis=1)
 
-        _RESIDUAL.append({"Residual": Residual, "Concat": Concat})
+        class LastState(paddle.nn.Layer):
+            """A batch-first GRU over the whole sequence from a zero state; its last state."""
+
+            def __init__(self, gru):
+                super().__init__()
+                self.gru = gru
+
+            def forward(self, x):
+                return self.gru(x)[1][-1]
+
+        _RESIDUAL.append({"Residual": Residual, "Concat": Concat, "LastState": LastState})
     return _RESIDUAL[0][name]

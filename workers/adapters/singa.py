@@ -110,6 +110,8 @@ class Adapter(base.Adapter):
         import numpy as np
 
         sg = _import()
+        if arch.get("tokens"):
+            raise base.Unsupported(_recurrent_reason(sg, self.config["device"]))
         self._release()
         # Conv, pooling and BN handles are made for one input shape, batch size included.
         size = int(self.config["batch_size"])
@@ -305,6 +307,21 @@ def _loaded_library(prefix):
         pass
     return None
 
+
+
+def _recurrent_reason(sg, device):
+    """Why singa cannot build the recurrent models (token ids, an embedding, a GRU) here."""
+    no_embedding = ("its autograd has no embedding lookup that reads token ids from a tensor "
+                    "(autograd.Gather takes a Python list of indices, one slice per index)")
+    if device != "cuda":
+        return ("gru: singa {}'s only GRU is its cuDNN RNN (layer.CudnnRNN with rnn_mode 'gru', run "
+                "by autograd._RNN through GpuRNNForwardTraining), which is cuDNN-only: both assert "
+                "singa.USE_CUDA and there is no CPU kernel for it; {} either".format(
+                    sg["version"], no_embedding))
+    # Its cuDNN GRU computes PyTorch's function (PyTorch's GRU is cuDNN's), but nothing feeds it.
+    return ("gru on cuda: singa {}'s cuDNN GRU (layer.CudnnRNN, rnn_mode 'gru') exists, but {}; "
+            "bench does not wire the cuDNN RNN without that (and has never run it: no CUDA build "
+            "of singa was available)".format(sg["version"], no_embedding))
 
 
 # -- classes built on singa's own ----------------------------------------------------------
