@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
 MATRIX = """
 name: settings
 settings: {{model: small_cnn, dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 16,
@@ -125,3 +125,11 @@ def test_singa_records_threads_and_build(defaults):
     assert row["threads"]["openmp"] == 1 and row["threads"]["env"]["OMP_NUM_THREADS"] == "1"
     settings = row["settings"]
     assert settings["build_flags"]["USE_DNNL"] == 1 and "use_graph=True" in settings["training_path"]
+
+
+def test_jax_records_threads_and_xla_settings(defaults):
+    row = ok(defaults, "jax")
+    assert row["threads"]["pjrt_nproc"] == "1" and row["threads"]["xla_intra_op"] >= 1
+    settings = row["settings"]
+    assert settings["backend"] == "cpu" and settings["enable_x64"] is False
+    assert settings["memory_format"] == "NHWC" and "jit" in settings["execution"]

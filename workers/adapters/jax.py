@@ -71,6 +71,7 @@ class Adapter(base.Adapter):
             "build": "cuda" if plugin else "cpu",
             "cuda_version": _version(plugin.replace("_", "-")) if plugin else None,
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
+            "settings": _settings(jax),
         }
         if device == "cuda":
             self.refuse_gpu_memory_budget(
@@ -321,6 +322,26 @@ def _environment_before_import(device, threads):
         os.environ["JAX_PLATFORMS"] = "cpu"
     if threads > 0:
         os.environ["PJRT_NPROC"] = str(threads)
+
+
+def _settings(jax):
+    """What decides JAX's kernels and precision, as JAX reports them (docs/fairness.md)."""
+    config = jax.config
+
+    def option(name):
+        try:
+            return getattr(config, name)
+        except AttributeError:  # an option this JAX version does not have
+            return None
+
+    return {
+        "execution": "jax.jit, each step compiled ahead of time (XLA)",
+        "memory_format": "NHWC",  # images are arranged channels-last once, outside the clock
+        "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
+        "enable_x64": option("jax_enable_x64"),
+        "default_matmul_precision": option("jax_default_matmul_precision"),
+        "backend": jax.default_backend(),
+    }
 
 
 def _threads_applied(requested):
