@@ -5,7 +5,8 @@ one Gluon's users take for speed: a HybridSequential hybridized with static_allo
 static_shape (one cached graph per forward, memory planned once), SoftmaxCrossEntropyLoss on
 a per-sample vector and Trainer.step(batch_size). MXNet's engine is asynchronous: train_step
 only queues work (the loss is summed on the engine, never read back per step) and
-synchronize() is mx.nd.waitall().
+synchronize() is mx.nd.waitall(). A recurrent model's token ids are fed as float32, as Gluon's
+Embedding takes them (exact: the vocabulary is far below 2**24).
 """
 
 import gc
@@ -33,7 +34,7 @@ class Adapter(base.Adapter):
         self._input = None
         self.trainer = None
         self.loss_fn = None
-        self._layers = []  # (node, block, in_channels) of every conv, dense and bn: for init
+        self._layers = []  # (node, block, in_channels) of every layer with parameters: for init
         self._initial = None  # (parameter, copy of its initial value), for reset()
         self._loss_sum = None
         self._steps = 0
@@ -79,7 +80,7 @@ class Adapter(base.Adapter):
         else:
             raise base.Unsupported("device {!r} is not supported by the MXNet adapter "
                                    "(cpu or cuda)".format(self.config["device"]))
-        info["settings"] = _settings(mx)
+        info["settings"] = _settings(mx, self.config.get("model"))
         return info
 
     # -- model -----------------------------------------------------------------------------
@@ -110,7 +111,8 @@ class Adapter(base.Adapter):
         return _trainable(params)
 
     def forward_shape(self, batch):
-        """Output shape of a forward pass (inference mode) on zeros of the built input shape."""
+        """Output shape of a forward pass (inference mode) on zeros of the built input shape
+        (float32 zeros are token 0 for a recurrent model)."""
         x = self.mx.nd.zeros((batch,) + self._input, ctx=self.ctx)
         return tuple(self.net(x).shape)
 
@@ -155,10 +157,11 @@ class Adapter(base.Adapter):
     def load_data(self):
         mx, size = self.mx, self.config["batch_size"]
         arrays = data.load(self.config)
-        self._x = arrays["x_train"]
+        # Images are float32 already; token ids become float32, Gluon Embedding's input type.
+        self._x = arrays["x_train"].astype("float32", copy=False)
         # SoftmaxCrossEntropyLoss picks with float labels; int64 would be cast on every step.
         self._y = arrays["y_train"].astype("float32")
-        x_val, y_val = arrays["x_val"], arrays["y_val"].astype("float32")
+        x_val, y_val = arrays["x_val"].astype("float32", copy=False), arrays["y_val"].astype("float32")
         # The validation batches keep the training batch's shape (the last one is padded): a
         # cached graph with static_shape would otherwise be re-planned for a new shape.
         self._val = []
@@ -271,6 +274,13 @@ class Adapter(base.Adapter):
             # MXNet's momentum weighs the running value, PyTorch's the new batch statistic.
             block = nn.BatchNorm(axis=1, momentum=1.0 - node["momentum"], epsilon=node["eps"],
                                  in_channels=shape[0])
+        elif op == "embedding":
+            block = nn.Embedding(node["vocab"], node["dim"])
+        elif op == "gru":
+            # Gates r, z, n and two biases per gate, as PyTorch's (both follow cuDNN).
+            gru = self.mx.gluon.rnn.GRU(node["hidden"], layout="NTC", input_size=shape[-1])
+            self._layers.append((node, gru, shape[-1]))
+            return [_block_classes(self.mx)["LastState"](gru)]
         else:
             return self._stateless(nn, node, shape)
         self._layers.append((node, block, shape[0]))
@@ -334,15 +344,17 @@ def _threads(mx, requested, before_import):
     return applied
 
 
-def _settings(mx):
+def _settings(mx, model):
     """What decides which CPU kernels run and how (docs/fairness.md); threads are in "threads".
 
-    MKLDNN (oneDNN) is compiled into the PyPI wheel and on unless MXNET_MKLDNN_ENABLED=0.
+    MKLDNN (oneDNN) is compiled into the PyPI wheel and on unless MXNET_MKLDNN_ENABLED=0. Its
+    fused RNN primitive runs the GRU on CPU unless MXNET_USE_MKLDNN_RNN=0 too (seen with
+    DNNL_VERBOSE=1); on a GPU the RNN operator is cuDNN's.
     """
     features = mx.runtime.Features()
     built = features.is_enabled("MKLDNN")
     variable = os.environ.get("MXNET_MKLDNN_ENABLED")
-    return {
+    settings = {
         "mkldnn_built": built,
         "MXNET_MKLDNN_ENABLED": variable,  # None: unset (MXNet's default, on)
         "mkldnn_enabled": bool(built and variable not in ("0", "false", "False")),
@@ -350,6 +362,11 @@ def _settings(mx):
         "engine": os.environ.get("MXNET_ENGINE_TYPE") or "ThreadedEnginePerDevice",
         "execution": "hybridized, static_alloc and static_shape",
     }
+    if model in models.RECURRENT:
+        rnn = os.environ.get("MXNET_USE_MKLDNN_RNN")
+        settings.update(MXNET_USE_MKLDNN_RNN=rnn, token_dtype="float32",
+                        mkldnn_rnn=bool(settings["mkldnn_enabled"] and rnn not in ("0", "false", "False")))
+    return settings
 
 
 def _check_cuda(mx):
@@ -412,17 +429,21 @@ def _pad(array, rows):
 
 
 def _initialise(mx, node, block, channels):
-    """Apply models.INIT to a conv, dense or bn block, drawing from MXNet's seeded generator."""
+    """Apply models.INIT to a conv, dense, bn, embedding or gru block, drawing from MXNet's seeded
+    generator."""
     op = node["op"]
     if op == "bn":
-        targets = {"weight": block.gamma, "bias": block.beta}
+        targets = [("weight", block.gamma), ("bias", block.beta)]
         block.running_mean.data()[:] = 0.0
         block.running_var.data()[:] = 1.0
+    elif op == "gru":  # l0_i2h_weight, l0_h2h_weight, l0_i2h_bias, l0_h2h_bias
+        targets = [("weight" if key.endswith("weight") else "bias", param)
+                   for key, param in block.collect_params().items()]
     else:
-        targets = {"weight": block.weight, "bias": block.bias}
-    for name, rule in models.INIT[op].items():
-        param = targets[name]
-        if param is None:  # a conv or dense without bias
+        targets = [("weight", block.weight), ("bias", getattr(block, "bias", None))]
+    for name, param in targets:
+        rule = models.INIT[op].get(name)
+        if param is None or rule is None:  # a conv or dense without bias; an embedding
             continue
         array = param.data()
         if rule["distribution"] == "constant":
@@ -438,7 +459,7 @@ def _initialise(mx, node, block, channels):
 
 
 def _block_classes(mx):
-    """Residual, Concat and AdaptiveAvgPool HybridBlocks, defined once mxnet is imported."""
+    """Residual, Concat, AdaptiveAvgPool and LastState HybridBlocks, defined once mxnet is imported."""
     if _BLOCKS:
         return _BLOCKS
     nn = mx.gluon.nn
@@ -477,5 +498,16 @@ def _block_classes(mx):
         def hybrid_forward(self, F, x):
             return F.concat(*[branch(x) for branch in self.branches], dim=1)
 
-    _BLOCKS.update(Residual=Residual, AdaptiveAvgPool=AdaptiveAvgPool, Concat=Concat)
+    class LastState(nn.HybridBlock):
+        """A batch-first GRU over the whole sequence from a zero state; its last state."""
+
+        def __init__(self, gru, **kwargs):
+            super(LastState, self).__init__(**kwargs)
+            self.gru = gru
+
+        def hybrid_forward(self, F, x):
+            # The output at the last step is the last state (one layer, one direction).
+            return F.squeeze(F.slice_axis(self.gru(x), axis=1, begin=-1, end=None), axis=1)
+
+    _BLOCKS.update(Residual=Residual, AdaptiveAvgPool=AdaptiveAvgPool, Concat=Concat, LastState=LastState)
     return _BLOCKS

@@ -6,7 +6,8 @@ one ``tf.function`` graph per model (GradientTape, forward, backward and ``optim
 traced in build(), fed with batches that prepare_epoch() has already turned into tensors; the
 loss is summed into a ``tf.Variable`` inside the graph, never read per step (the graph still
 returns it: see _make_functions). Images are kept
-channels-last (NHWC), the layout TensorFlow's CPU kernels use.
+channels-last (NHWC), the layout TensorFlow's CPU kernels use; a recurrent model reads its
+(N, L) int64 token ids as they are.
 """
 
 import os
@@ -29,13 +30,14 @@ class Adapter(base.Adapter):
         self.device = None  # "/CPU:0" or "/GPU:0"
         self.gpu = False
         self.model = None
+        self._input = None  # the built model's input shape, as workers.models gives it
         self.optimizer = None
         self._initial = None  # numpy copies of every model variable (weights, BN stats, dropout seeds)
         self._optimizer_initial = None  # numpy copies of the optimizer's variables right after build
         self._train_fn = self._eval_fn = self._infer_fn = self._output = None
         self._loss_sum = None
         self._steps = 0
-        self._x = self._y = None  # host arrays (NHWC) from load_data()
+        self._x = self._y = None  # host arrays (NHWC images or token ids) from load_data()
         self._x_val = self._y_val = None  # validation tensors
         self._batches = []
 
@@ -85,7 +87,7 @@ class Adapter(base.Adapter):
             self.device = "/CPU:0"
             info["gpus_hidden"] = _hide_gpus(tf)
             info["device_name"] = base.cpu_name()
-        info["settings"] = _settings(tf, self.gpu)
+        info["settings"] = _settings(tf, self.gpu, self.config.get("model"))
         tf.random.set_seed(self.config["seed"])
         return info
 
@@ -99,7 +101,7 @@ class Adapter(base.Adapter):
             model, shape = _Builder(keras, self.config["seed"]).model(arch)
             if list(shape) != arch["output"]:
                 raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
-            self.model = model
+            self.model, self._input = model, tuple(arch["input"])
             self.optimizer = self._make_optimizer()
             self.optimizer.build(model.trainable_variables)
             self._loss_sum = tf.Variable(0.0, trainable=False, dtype=tf.float32, name="loss_sum")
@@ -112,9 +114,9 @@ class Adapter(base.Adapter):
     def forward_shape(self, batch):
         import numpy as np
 
-        size = self.config["image_size"]
+        spec = _input_spec(self.tf, self._input, batch)
         with self.tf.device(self.device):
-            x = np.zeros((batch, size, size, 3), dtype=np.float32)  # NHWC
+            x = np.zeros(spec.shape, dtype=spec.dtype.as_numpy_dtype)
             return tuple(int(d) for d in self.model(x, training=False).shape)
 
     def _release(self):
@@ -146,13 +148,13 @@ class Adapter(base.Adapter):
         tf = self.tf
         model, optimizer, loss_sum = self.model, self.optimizer, self._loss_sum
         variables = model.trainable_variables
-        c, h, w = arch["input"]
+        batch, jit = self.config["batch_size"], _jit_compile(self.gpu, arch["name"])
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits
 
-        # XLA where Keras's own jit_compile="auto" would use it: with a GPU, not on CPU.
-        @tf.function(input_signature=[tf.TensorSpec((self.config["batch_size"], h, w, c), tf.float32),
-                                      tf.TensorSpec((self.config["batch_size"],), tf.int64)],
-                     jit_compile=self.gpu)
+        # XLA where Keras's own jit_compile="auto" would use it (see _jit_compile).
+        @tf.function(input_signature=[_input_spec(tf, arch["input"], batch),
+                                      tf.TensorSpec((batch,), tf.int64)],
+                     jit_compile=jit)
         def train(x, y):
             with tf.GradientTape() as tape:
                 loss = tf.reduce_mean(xent(labels=y, logits=model(x, training=True)))
@@ -162,7 +164,7 @@ class Adapter(base.Adapter):
             # (ResNet50) slower per step on CPU in TensorFlow 2.21 (docs/performance.md).
             return loss
 
-        @tf.function(input_signature=[tf.TensorSpec((None, h, w, c), tf.float32),
+        @tf.function(input_signature=[_input_spec(tf, arch["input"], None),
                                       tf.TensorSpec((None,), tf.int64)])
         def evaluate(x, y):
             logits = model(x, training=False)
@@ -170,8 +172,7 @@ class Adapter(base.Adapter):
             return tf.reduce_sum(xent(labels=y, logits=logits)), tf.reduce_sum(tf.cast(hits, tf.int64))
 
         # Inference (task: inference): the forward graph alone, evaluation mode, no tape.
-        @tf.function(input_signature=[tf.TensorSpec((self.config["batch_size"], h, w, c), tf.float32)],
-                     jit_compile=self.gpu)
+        @tf.function(input_signature=[_input_spec(tf, arch["input"], batch)], jit_compile=jit)
         def infer(x):
             return model(x, training=False)
 
@@ -197,11 +198,10 @@ class Adapter(base.Adapter):
         import numpy as np
 
         arrays = data.load(self.config)
-        # NCHW -> NHWC once, untimed: TensorFlow's CPU convolutions are channels-last.
-        self._x = np.ascontiguousarray(arrays["x_train"].transpose(0, 2, 3, 1))
+        self._x = _channels_last(np, arrays["x_train"])
         self._y = arrays["y_train"]
         with self.tf.device("/CPU:0"):
-            self._x_val = self.tf.constant(np.ascontiguousarray(arrays["x_val"].transpose(0, 2, 3, 1)))
+            self._x_val = self.tf.constant(_channels_last(np, arrays["x_val"]))
             self._y_val = self.tf.constant(arrays["y_val"])
         return len(self._y), len(arrays["y_val"])
 
@@ -310,7 +310,7 @@ def _apply_threads(tf, n):
     return applied
 
 
-def _settings(tf, gpu):
+def _settings(tf, gpu, model):
     """What decides which kernels run and how, as TensorFlow reports it (docs/fairness.md).
 
     Threads are in info["threads"]. oneDNN is on by default on x86 Linux; TF_ENABLE_ONEDNN_OPTS=0
@@ -322,10 +322,10 @@ def _settings(tf, gpu):
         onednn = bool(_pywrap_util_port.IsMklEnabled())
     except (ImportError, AttributeError):
         onednn = None
-    return {
+    settings = {
         "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),  # None: unset (default)
         "onednn_enabled": onednn,
-        "xla_jit": bool(gpu),  # the training graph's jit_compile (Keras's "auto": a GPU only)
+        "xla_jit": _jit_compile(gpu, model),  # the training graph's jit_compile
         "grappler": {k: v for k, v in sorted(tf.config.optimizer.get_experimental_options().items())},
         # Intel OpenMP's knobs that oneDNN guides suggest; None: unset.
         "KMP_BLOCKTIME": os.environ.get("KMP_BLOCKTIME"),
@@ -333,6 +333,32 @@ def _settings(tf, gpu):
         "execution": "tf.function graph",
         "data_format": "channels_last (NHWC)",
     }
+    if model in models.RECURRENT:
+        settings["data_format"] = "token ids (N, L) int64"
+        # Keras's GRU takes cuDNN's fused kernel only where a GPU is visible (backend.gru raises
+        # NotImplementedError otherwise) and else loops its GRUCell in a tf.while_loop.
+        settings["gru_implementation"] = "cudnn (CudnnRNNV3)" if gpu else "GRUCell in a tf.while_loop"
+    return settings
+
+
+def _jit_compile(gpu, model):
+    """XLA where Keras's own jit_compile="auto" would use it: with a GPU, not on CPU, and not for a
+    model with a GRU on a GPU (Keras marks it supports_jit False: cuDNN's RNN op has no XLA kernel)."""
+    return bool(gpu) and model not in models.RECURRENT
+
+
+def _input_spec(tf, shape, batch):
+    """The model's input for models.input_shape ``shape``: NHWC float32 images or int64 token ids."""
+    if len(shape) == 1:
+        return tf.TensorSpec((batch,) + tuple(shape), tf.int64)
+    c, h, w = shape
+    return tf.TensorSpec((batch, h, w, c), tf.float32)
+
+
+def _channels_last(np, x):
+    """NCHW images to NHWC once, untimed (TensorFlow's CPU convolutions are channels-last);
+    token ids as they are."""
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
 
 
 def _check_cuda(tf):
@@ -379,8 +405,11 @@ class _Builder(object):
         self.count = 0
 
     def model(self, arch):
-        c, h, w = arch["input"]
-        inputs = self.keras.Input(shape=(h, w, c), name="images")
+        if arch["tokens"]:
+            inputs = self.keras.Input(shape=tuple(arch["input"]), dtype="int64", name="tokens")
+        else:
+            c, h, w = arch["input"]
+            inputs = self.keras.Input(shape=(h, w, c), name="images")
         outputs, shape = self.walk(arch["layers"], inputs, tuple(arch["input"]))
         return self.keras.Model(inputs, outputs, name=arch["name"]), shape
 
@@ -440,6 +469,11 @@ class _Builder(object):
             return layers.ReLU()(out) if node["post"] == "relu" else out
         if op == "concat":  # channels-last: channels are the last axis
             return layers.Concatenate(axis=-1)([self.walk(b, x, shape)[0] for b in node["branches"]])
+        if op == "embedding":
+            init = self.initializer(op, "weight", models.fans(node, shape[-1]))
+            return layers.Embedding(node["vocab"], node["dim"], embeddings_initializer=init)(x)
+        if op == "gru":
+            return self.gru(node, x, shape)
         raise base.Unsupported("layer op {!r} is not supported by the TensorFlow adapter".format(op))
 
     def conv(self, node, x, shape):
@@ -456,6 +490,17 @@ class _Builder(object):
                                           bias_initializer=bias)(x)
         return layers.Conv2D(node["out"], k, s, padding, groups=node["groups"], use_bias=node["bias"],
                              kernel_initializer=weight, bias_initializer=bias)(x)
+
+    def gru(self, node, x, shape):
+        """PyTorch's GRU (workers.models) is Keras's with reset_after=True; its last state only.
+
+        Each of kernel, recurrent kernel and the (2, 3H) bias draws from its own seed.
+        """
+        fans = models.fans(node, shape[-1])
+        return self.layers.GRU(node["hidden"], reset_after=True,
+                               kernel_initializer=self.initializer("gru", "weight", fans),
+                               recurrent_initializer=self.initializer("gru", "weight", fans),
+                               bias_initializer=self.initializer("gru", "bias", fans))(x)
 
     def maxpool(self, node, x):
         k, s, p = node["kernel"], node["stride"], node["padding"]
