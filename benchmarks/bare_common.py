@@ -2,7 +2,7 @@
 
 Each benchmarks/bare_<framework>_loop.py is run with its framework environment's interpreter
 (Singa's is Python 3.6), so this module is standard library only and Python 3.6 code. A bare
-script supplies three functions and hands them to main():
+script supplies three functions for training and two for inference, and hands them to main():
 
 - setup(args): the framework's own thread settings and import; returns (fw, info), info being
   what the JSON line reports (version, threads as the framework says it applied them);
@@ -12,8 +12,19 @@ script supplies three functions and hands them to main():
 - on_adapter(fw, adapter, args, batches): the same hand-written step on the harness adapter's
   own model and optimizer, for --paired; returns (step, batches).
 
+With --task inference (the harness's `task: inference`, its adapter's infer_step):
+
+- infer_solo(fw, args, batches): the hand-written forward pass in evaluation mode without
+  gradients, on a model of its own built from args.model (args.features: up to the pooled
+  features); returns (step, batches, value, sync): step(x) runs one forward pass and returns its
+  output (left on the device), value(output) its mean as a float, sync() as above;
+- infer_on_adapter(fw, adapter, args, batches): the same forward pass on the adapter's own model,
+  for --paired; returns (step, batches). The adapter's synchronize() closes every chunk, so the
+  step must leave nothing it would not wait for.
+
 batches is the training data as numpy arrays, one (x, y) pair per step, NCHW float32 and int64
-labels, for the script to turn into its framework's tensors.
+labels, for the script to turn into its framework's tensors; the inference functions turn the
+images alone into one-element tuples (x,), so that step(*batch) is step(x).
 """
 
 import argparse
@@ -31,6 +42,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # The bare loops that can run on a GPU (their make_solo honours args.device).
 CUDA_LOOPS = ("pytorch",)
+TASKS = ("train", "inference")
 
 
 def parse_args(description, argv=None):
@@ -53,6 +65,15 @@ def make_parser(description):
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda (the PyTorch loop only)")
+    parser.add_argument(
+        "--task",
+        default="train",
+        choices=TASKS,
+        help="train: an optimizer step; inference: a forward pass in evaluation mode, no gradients",
+    )
+    parser.add_argument(
+        "--features", action="store_true", help="with --task inference: the model up to its pooled features"
+    )
     parser.add_argument("--paired", type=int, default=0, help="passes of the in-process comparison")
     parser.add_argument(
         "--chunk", type=int, default=0, help="steps per side and turn with --paired (0: from --chunk-seconds)"
@@ -102,15 +123,18 @@ def numpy_batches(args):
     return [(x[i : i + size], y[i : i + size]) for i in range(0, needed, size)]
 
 
-def solo(step, batches, warmup, value, sync):
-    """Warm-up, then one timed pass over the batches, clocked as workers/runner.py clocks an epoch."""
+def solo(step, batches, warmup, value, sync, read="last_loss"):
+    """Warm-up, then one timed pass over the batches, clocked as workers/runner.py clocks an epoch.
+
+    The last step's result, read after the clock as value(result), is reported as `read`.
+    """
     for i in range(warmup):
         step(*batches[i % len(batches)])
     sync()
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     for batch in batches:
-        loss = step(*batch)
+        last = step(*batch)
     sync()
     seconds = time.perf_counter() - start
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
@@ -118,7 +142,7 @@ def solo(step, batches, warmup, value, sync):
         "seconds": seconds,
         "steps": len(batches),
         "step_seconds": seconds / len(batches),
-        "last_loss": value(loss),
+        read: value(last),
         "timed_minor_faults": faults,
     }
 
@@ -136,6 +160,9 @@ def build_adapter(framework, args):
         data_config(args), framework=framework, model=args.model, device=args.device, optimizer="sgd"
     )
     config.update(batch_size=args.batch_size, lr=args.lr, momentum=args.momentum, threads=args.threads)
+    if getattr(args, "task", "train") == "inference":
+        # As the orchestrator's RunConfig hands them to the worker: task None is training.
+        config.update(task="inference", features=bool(args.features) or None)
     adapter = adapter_class(config)
     adapter.setup()
     return adapter, adapter.build_model()
@@ -206,21 +233,27 @@ def epoch_steps(adapter, train_size, args, available):
     return min(available, adapter.prepare_epoch(runner.epoch_order(args.seed, 1, train_size)))
 
 
+def step_name(args):
+    """The adapter's step that the runner times for this task (workers/runner.py _step_function)."""
+    return "infer_step" if getattr(args, "task", "train") == "inference" else "train_step"
+
+
 def paired(adapter, train_size, bare_step, batches, args):
-    """Per-step seconds of the harness's loop body, train_step alone and the bare step, by chunk."""
+    """Per-step seconds of the harness's loop body, the adapter's step alone and the bare step, by
+    chunk; the adapter's step is train_step, or infer_step with --task inference."""
     from workers.events import EventWriter
 
     steps = epoch_steps(adapter, train_size, args, len(batches))
     tmp = tempfile.mkdtemp(prefix="bench-bare-")
     events = EventWriter(os.path.join(tmp, "events.jsonl"))
-    train_step, step_event = adapter.train_step, events.step
+    adapter_step, step_event = getattr(adapter, step_name(args)), events.step
 
     def harness(i):  # workers/runner.py's timed loop body
-        train_step(i)
+        adapter_step(i)
         step_event(1, i + 1)
 
     def alone(i):
-        train_step(i)
+        adapter_step(i)
 
     def bare(i):
         bare_step(*batches[i])
@@ -230,24 +263,34 @@ def paired(adapter, train_size, bare_step, batches, args):
     events.close()
     os.remove(os.path.join(tmp, "events.jsonl"))
     os.rmdir(tmp)
+    result["step"] = step_name(args)
     return result
 
 
-def main(framework, setup, make_solo, on_adapter, argv=None):
+def main(framework, setup, make_solo, on_adapter, argv=None, infer_solo=None, infer_on_adapter=None):
     """Parse the arguments, measure (solo or --paired) and print one JSON line."""
-    args = parse_args(f"A bare, hand-written {framework} training loop.", argv)
+    args = parse_args(f"A bare, hand-written {framework} training or inference loop.", argv)
     if args.device != "cpu" and framework not in CUDA_LOOPS:
         raise SystemExit(f"--device {args.device}: the bare {framework} loop runs on cpu only")
+    if args.features and args.task != "inference":
+        raise SystemExit("--features applies to --task inference (the pooled features, no training)")
+    inference = args.task == "inference"
+    if inference and (infer_solo is None or infer_on_adapter is None):
+        raise SystemExit(f"--task inference: the bare {framework} loop has no inference step")
     sys.path.insert(0, REPO)
     fw, info = setup(args)
     batches = numpy_batches(args)
     if args.paired:
         adapter, train_size = make_adapter(framework, args)
-        step, batches = on_adapter(fw, adapter, args, batches)
+        step, batches = (infer_on_adapter if inference else on_adapter)(fw, adapter, args, batches)
         result = paired(adapter, train_size, step, batches, args)
+    elif inference:
+        step, batches, value, sync = infer_solo(fw, args, batches)
+        result = solo(step, batches, args.warmup, value, sync, read="last_output_mean")
     else:
         step, batches, value, sync = make_solo(fw, args, batches)
         result = solo(step, batches, args.warmup, value, sync)
+    result["task"] = args.task
     result.update(info)
     print(json.dumps(result, sort_keys=True))
     return 0

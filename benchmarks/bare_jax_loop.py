@@ -1,4 +1,4 @@
-"""A bare, hand-written JAX training loop: the baseline the harness's step time is held to.
+"""A bare, hand-written JAX training or inference loop: the baseline for the harness's step.
 
 Run it with the JAX environment's interpreter (benchmarks/overhead.py does); it prints one JSON
 object. The Flax module comes from the project's one translation of workers.models (the very
@@ -10,6 +10,15 @@ into NHWC device arrays beforehand, the XLA CPU pool sized by PJRT_NPROC, and
 
 With --paired N, the in-process comparison of benchmarks/bare_common.py, the same step runs on the
 adapter's own model, optimizer and training state.
+
+With --task inference (the harness's infer_step; --features: the model up to its pooled features)
+the step is one ``jax.jit`` of the module's apply in evaluation mode (train=False: batch norm on
+its running statistics, nothing mutable, no gradients) over the parameters and the batch-norm
+statistics, compiled by its first call in the warm-up. Every output is kept and waited for
+(``block_until_ready``) before the clock is read: XLA may run independent calls out of order, so
+waiting for the last one alone would not mean the work is done (the adapter keeps them the same
+way; with --paired the bare step keeps its outputs in the adapter's list, which its synchronize()
+waits for).
 """
 
 import os
@@ -53,6 +62,11 @@ def make_step(jax, net, tx, seed):
         return new, loss
 
     return jax.jit(step, donate_argnums=0)
+
+
+def make_infer(jax, net):
+    """The hand-written forward pass: a jitted apply of the variables in evaluation mode."""
+    return jax.jit(lambda variables, x: net.apply(variables, x, train=False))
 
 
 def device_batches(jax, batches):
@@ -108,5 +122,50 @@ def on_adapter(jax, adapter, args, batches):
     return step, device_batches(jax, batches)
 
 
+def infer_solo(jax, args, batches):
+    import jax.numpy as jnp
+
+    from workers import models
+    from workers.adapters import jax_layers
+
+    arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
+    net = jax_layers.network(arch)
+    c, h, w = arch["input"]
+    variables = net.init(jax.random.PRNGKey(args.seed), jnp.zeros((1, h, w, c)), train=False)
+    variables = {"params": variables["params"], "batch_stats": variables.get("batch_stats", {})}
+    outputs = []
+    infer = make_infer(jax, net)
+
+    def step(x):
+        out = infer(variables, x)
+        outputs.append(out)
+        return out
+
+    def sync():
+        jax.block_until_ready(outputs)
+        del outputs[:]
+
+    images = [(x,) for x, _ in device_batches(jax, batches)]
+    return step, images, lambda out: float(jnp.mean(out)), sync
+
+
+def infer_on_adapter(jax, adapter, args, batches):
+    infer = make_infer(jax, adapter.net)
+
+    def step(x):
+        # The adapter's own weights and statistics, read as its infer_step reads them; the output
+        # joins the adapter's, which its synchronize() waits for (and replaces the list of).
+        state = adapter._state
+        out = infer({"params": state["params"], "batch_stats": state["batch_stats"]}, x)
+        adapter._outputs.append(out)
+        return out
+
+    return step, [(x,) for x, _ in device_batches(jax, batches)]
+
+
 if __name__ == "__main__":
-    sys.exit(bare_common.main("jax", setup, make_solo, on_adapter))
+    sys.exit(
+        bare_common.main(
+            "jax", setup, make_solo, on_adapter, infer_solo=infer_solo, infer_on_adapter=infer_on_adapter
+        )
+    )

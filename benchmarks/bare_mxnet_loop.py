@@ -1,4 +1,4 @@
-"""A bare, hand-written Apache MXNet training loop: the baseline the harness's step time is held to.
+"""A bare, hand-written Apache MXNet training or inference loop: the baseline for the harness's step.
 
 Run it with the MXNet environment's interpreter (benchmarks/overhead.py does); it prints one JSON
 object. The Gluon network comes from the project's one translation of workers.models (the very
@@ -10,6 +10,12 @@ time.perf_counter around the timed steps, closed by mx.nd.waitall() (the engine 
 
 With --paired N, the in-process comparison of benchmarks/bare_common.py, the same step runs on the
 adapter's own net and Trainer.
+
+With --task inference (the harness's infer_step; --features: the model up to its pooled features)
+the step is the hybridized net's own call outside autograd.record(), which is Gluon's predict mode
+(autograd.is_training() is False: dropout off, batch norm on its running statistics, nothing
+recorded), returning its output; the engine runs it asynchronously, so every timed stretch ends in
+mx.nd.waitall(), as the harness's does.
 """
 
 import os
@@ -47,17 +53,27 @@ def make_step(mx, net, trainer, batch_size):
     return step
 
 
+def make_infer_step(mx, net):
+    """The hand-written forward pass: the net's call, which queues work on the engine and returns
+    the output. Not recording is predict mode; an explicit autograd.predict_mode() would only add
+    two engine-state calls per step."""
+    if mx.autograd.is_recording() or mx.autograd.is_training():
+        raise SystemExit("autograd is recording or in train mode: the forward pass would not predict")
+    return net
+
+
 def arrays(mx, batches):
     # Float labels: SoftmaxCrossEntropyLoss would cast integer ones on every step.
     cpu = mx.cpu()
     return [(mx.nd.array(x, ctx=cpu), mx.nd.array(y.astype("float32"), ctx=cpu)) for x, y in batches]
 
 
-def make_solo(mx, args, batches):
+def solo_net(mx, args):
+    """The Gluon net from the project's one translation, initialised and hybridized as the adapter does."""
     from workers import models
     from workers.adapters import mxnet as adapter_module
 
-    arch = models.build_arch(args.model, args.classes, args.image_size)
+    arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
     translator = adapter_module.Adapter({})  # only its translation into Gluon blocks is used
     translator.mx = mx
     net = translator._sequential(arch["layers"], tuple(arch["input"]))[0]
@@ -66,6 +82,11 @@ def make_solo(mx, args, batches):
     for node, block, channels in translator._layers:
         adapter_module._initialise(mx, node, block, channels)
     net.hybridize(static_alloc=True, static_shape=True)
+    return net
+
+
+def make_solo(mx, args, batches):
+    net = solo_net(mx, args)
     settings = {"learning_rate": args.lr, "momentum": args.momentum}
     trainer = mx.gluon.Trainer(net.collect_params(), "sgd", settings)
     step = make_step(mx, net, trainer, args.batch_size)
@@ -76,5 +97,19 @@ def on_adapter(mx, adapter, args, batches):
     return make_step(mx, adapter.net, adapter.trainer, args.batch_size), arrays(mx, batches)
 
 
+def infer_solo(mx, args, batches):
+    step = make_infer_step(mx, solo_net(mx, args))
+    images = [(x,) for x, _ in arrays(mx, batches)]
+    return step, images, lambda out: float(out.mean().asscalar()), mx.nd.waitall
+
+
+def infer_on_adapter(mx, adapter, args, batches):
+    return make_infer_step(mx, adapter.net), [(x,) for x, _ in arrays(mx, batches)]
+
+
 if __name__ == "__main__":
-    sys.exit(bare_common.main("mxnet", setup, make_solo, on_adapter))
+    sys.exit(
+        bare_common.main(
+            "mxnet", setup, make_solo, on_adapter, infer_solo=infer_solo, infer_on_adapter=infer_on_adapter
+        )
+    )

@@ -1,4 +1,4 @@
-"""A bare, hand-written PaddlePaddle training loop: the baseline the harness's step time is held to.
+"""A bare, hand-written PaddlePaddle training or inference loop: the baseline for the harness's step.
 
 Run it with the Paddle environment's interpreter (benchmarks/overhead.py does); it prints one JSON
 object. The model comes from the project's one translation of workers.models (the very network,
@@ -10,6 +10,10 @@ time.perf_counter around the timed steps.
 
 With --paired N, the in-process comparison of benchmarks/bare_common.py, the same step runs on the
 adapter's own model and optimizer.
+
+With --task inference (the harness's infer_step; --features: the model up to its pooled features)
+the step is the eager forward pass of the model in eval() mode under paddle.no_grad(), returning
+its output.
 """
 
 import os
@@ -54,19 +58,37 @@ def make_step(paddle, model, optimizer):
     return step
 
 
+def make_infer_step(paddle, model, forward):
+    """The hand-written forward pass (eager: it has run when its call returns)."""
+    model.eval()
+    no_grad = paddle.no_grad
+
+    def step(x):
+        with no_grad():
+            return forward(x)
+
+    return step
+
+
 def tensors(paddle, batches):
     place = paddle.CPUPlace()
     return [(paddle.to_tensor(x, place=place), paddle.to_tensor(y, place=place)) for x, y in batches]
 
 
-def make_solo(paddle, args, batches):
+def solo_model(paddle, args):
+    """The model from the project's one translation, initialised as the adapter does."""
     from workers import models
     from workers.adapters.paddle import _sequential
 
     paddle.seed(args.seed)
-    arch = models.build_arch(args.model, args.classes, args.image_size)
+    arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
     model = _sequential(paddle, arch["layers"], tuple(arch["input"]))[0]
     model.train()
+    return model
+
+
+def make_solo(paddle, args, batches):
+    model = solo_model(paddle, args)
     optimizer = paddle.optimizer.Momentum(
         learning_rate=args.lr, momentum=args.momentum, parameters=model.parameters()
     )
@@ -78,5 +100,21 @@ def on_adapter(paddle, adapter, args, batches):
     return make_step(paddle, adapter.forward, adapter.optimizer), tensors(paddle, batches)
 
 
+def infer_solo(paddle, args, batches):
+    model = solo_model(paddle, args)
+    images = [(x,) for x, _ in tensors(paddle, batches)]
+    return make_infer_step(paddle, model, model), images, lambda out: float(out.mean()), bare_common.no_sync
+
+
+def infer_on_adapter(paddle, adapter, args, batches):
+    # adapter.forward is the model itself on the default (eager) path, as the harness steps it.
+    step = make_infer_step(paddle, adapter.model, adapter.forward)
+    return step, [(x,) for x, _ in tensors(paddle, batches)]
+
+
 if __name__ == "__main__":
-    sys.exit(bare_common.main("paddle", setup, make_solo, on_adapter))
+    sys.exit(
+        bare_common.main(
+            "paddle", setup, make_solo, on_adapter, infer_solo=infer_solo, infer_on_adapter=infer_on_adapter
+        )
+    )

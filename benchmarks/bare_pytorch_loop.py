@@ -1,4 +1,4 @@
-"""A bare, hand-written PyTorch training loop: the baseline the harness's step time is held to.
+"""A bare, hand-written PyTorch training or inference loop: the baseline for the harness's step.
 
 Run it with the PyTorch environment's interpreter (benchmarks/overhead.py does, in a fresh process
 per measurement); it prints one JSON object. The model comes from the project's one translation of
@@ -15,6 +15,11 @@ of --chunk steps three times in turn, each chunk clocked on its own: by the harn
 PyTorch adapter's train_step and the runner's per-step event, as workers/runner.py runs them), by
 train_step alone, and by the bare step, all on the adapter's own model and optimizer
 (benchmarks/bare_common.py).
+
+With --task inference (the harness's infer_step; --features: the model up to its pooled features)
+the step is a forward pass written as PyTorch's users write one for speed: the model in eval()
+mode, under torch.inference_mode() (the adapter uses torch.no_grad(): inference mode also skips
+the tensors' version counting), its output kept (on the device) until the next step replaces it.
 """
 
 import os
@@ -53,6 +58,21 @@ def make_step(torch, model, optimizer, device="cpu"):
     return step
 
 
+def make_infer_step(torch, model, device="cpu"):
+    """The hand-written forward pass (on cuda it copies its batch to the device first)."""
+    model.eval()
+    inference_mode = torch.inference_mode
+    cuda = device == "cuda"
+
+    def step(x):
+        if cuda:
+            x = x.to("cuda", non_blocking=True)
+        with inference_mode():
+            return model(x)
+
+    return step
+
+
 def tensors(torch, batches, device="cpu"):
     pairs = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches]
     if device == "cuda":
@@ -65,17 +85,23 @@ def sync_for(torch, device):
     return torch.cuda.synchronize if device == "cuda" else bare_common.no_sync
 
 
-def make_solo(torch, args, batches):
+def solo_model(torch, args):
+    """The model from the project's one translation, initialised as the adapter does."""
     from workers import models
     from workers.adapters.pytorch import _sequential
 
     torch.manual_seed(args.seed)
-    arch = models.build_arch(args.model, args.classes, args.image_size)
+    arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
     with torch.no_grad():
         model = _sequential(torch.nn, arch["layers"], tuple(arch["input"]))[0].train()
     if args.device == "cuda":
         torch.backends.cudnn.benchmark = True  # as the adapter sets it
         model = model.to("cuda")
+    return model
+
+
+def make_solo(torch, args, batches):
+    model = solo_model(torch, args)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     step = make_step(torch, model, optimizer, args.device)
     batches = tensors(torch, batches, args.device)
@@ -87,5 +113,20 @@ def on_adapter(torch, adapter, args, batches):
     return step, tensors(torch, batches, args.device)
 
 
+def infer_solo(torch, args, batches):
+    step = make_infer_step(torch, solo_model(torch, args), args.device)
+    images = [(x,) for x, _ in tensors(torch, batches, args.device)]
+    return step, images, lambda out: out.float().mean().item(), sync_for(torch, args.device)
+
+
+def infer_on_adapter(torch, adapter, args, batches):
+    step = make_infer_step(torch, adapter.model, args.device)
+    return step, [(x,) for x, _ in tensors(torch, batches, args.device)]
+
+
 if __name__ == "__main__":
-    sys.exit(bare_common.main("pytorch", setup, make_solo, on_adapter))
+    sys.exit(
+        bare_common.main(
+            "pytorch", setup, make_solo, on_adapter, infer_solo=infer_solo, infer_on_adapter=infer_on_adapter
+        )
+    )

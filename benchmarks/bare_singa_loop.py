@@ -1,4 +1,4 @@
-"""A bare, hand-written Apache Singa training loop: the baseline the harness's step time is held to.
+"""A bare, hand-written Apache Singa training or inference loop: the baseline for the harness's step.
 
 Python 3.6 code (singa 3.0.0.dev1 is a cp36 wheel). Run it with the Singa environment's interpreter
 (benchmarks/overhead.py does); it prints one JSON object. The layers come from the project's one
@@ -13,6 +13,13 @@ broken: the batches are made with the adapter's HostIO, untimed), then calls the
 With --paired N, the in-process comparison of benchmarks/bare_common.py, the bare step runs on the
 adapter's own model: a device holds one buffered graph, so a second model beside the adapter's
 cannot be compiled. Its graph also adds the loss into the adapter's loss sum, one small operator.
+
+With --task inference (the harness's infer_step; --features: the model up to its pooled features)
+the model is compiled for evaluation (is_train=False, no graph) and called in eval mode, as Singa's
+examples test a model: Model.__call__ then runs forward() alone, eagerly, with autograd.training
+off (batch norm on its running statistics, nothing kept for a backward pass). Each step copies its
+batch into the model's input tensor with Tensor.copy_data first, as the training step does; the
+harness's infer_step makes the same copy from its numpy batch (HostIO.put).
 """
 
 import os
@@ -44,7 +51,7 @@ def bare_model_class(sg):
                 x = layer(x)
             return x
 
-        def train_one_batch(self, x, y):
+        def train_one_batch(self, x, y):  # training only: eval mode calls forward() alone
             out = self.forward(x)
             loss = autograd.softmax_cross_entropy(out, y)
             self.optimizer(loss)
@@ -78,6 +85,17 @@ def make_step(net, tx, ty):
     return step
 
 
+def make_infer_step(net, tx):
+    """The hand-written forward pass: the batch into the model's input, then the eval-mode call."""
+    net.eval()
+
+    def step(x):
+        tx.copy_data(x)
+        return net(tx)
+
+    return step
+
+
 def make_solo(sg, args, batches):
     from workers import models
     from workers.adapters import singa as adapter_module
@@ -100,5 +118,32 @@ def on_adapter(sg, adapter, args, batches):
     return make_step(adapter.net, adapter._tx, adapter._ty), device_tensors(sg, adapter.dev, batches)
 
 
+def infer_solo(sg, args, batches):
+    from workers import models
+    from workers.adapters import singa as adapter_module
+    from workers.adapters.singa_binding import HostIO
+
+    dev = sg["device"].get_default_device()
+    dev.SetRandSeed(args.seed)
+    arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
+    translator = adapter_module._Translator(sg, dev, args.batch_size)
+    layers = translator.layers(arch["layers"], tuple(arch["input"]))[0]
+    tx = device_tensors(sg, dev, batches[:1])[0][0]
+    net = bare_model_class(sg)(layers, None)  # no optimizer: nothing is trained
+    net.compile([tx], is_train=False, use_graph=False, sequential=False)
+    translator.initialise(args.seed)  # the parameters exist only after compile()
+    images = [(x,) for x, _ in device_tensors(sg, dev, batches)]
+    return make_infer_step(net, tx), images, lambda out: float(HostIO.get(out).mean()), dev.Sync
+
+
+def infer_on_adapter(sg, adapter, args, batches):
+    images = [(x,) for x, _ in device_tensors(sg, adapter.dev, batches)]
+    return make_infer_step(adapter.net, adapter._tx), images
+
+
 if __name__ == "__main__":
-    sys.exit(bare_common.main("singa", setup, make_solo, on_adapter))
+    sys.exit(
+        bare_common.main(
+            "singa", setup, make_solo, on_adapter, infer_solo=infer_solo, infer_on_adapter=infer_on_adapter
+        )
+    )

@@ -1,4 +1,4 @@
-"""A bare, hand-written TensorFlow training loop: the baseline the harness's step time is held to.
+"""A bare, hand-written TensorFlow training or inference loop: the baseline for the harness's step.
 
 Run it with the TensorFlow environment's interpreter (benchmarks/overhead.py does); it prints one
 JSON object. The Keras model comes from the project's one translation of workers.models (the very
@@ -9,6 +9,11 @@ set through tf.config.threading, time.perf_counter around the timed steps.
 
 With --paired N, the in-process comparison of benchmarks/bare_common.py, the same step is traced
 over the adapter's own model and optimizer.
+
+With --task inference (the harness's infer_step; --features: the model up to its pooled features)
+the step is the Keras model called with training=False inside a tf.function (traced at its first
+call, in the warm-up), returning its output: TensorFlow's own fast path for a forward pass
+(model.predict would add a data pipeline and a host copy per batch).
 """
 
 import os
@@ -51,6 +56,16 @@ def make_step(tf, model, optimizer):
     return step
 
 
+def make_infer_step(tf, model):
+    """The hand-written forward pass: one graph, evaluation mode, no tape; it returns the output."""
+
+    @tf.function
+    def step(x):
+        return model(x, training=False)
+
+    return step
+
+
 def tensors(tf, batches):
     import numpy as np
 
@@ -61,15 +76,22 @@ def tensors(tf, batches):
         ]
 
 
-def make_solo(tf, args, batches):
+def solo_model(tf, args):
+    """The Keras model from the project's one translation, initialised as the adapter does."""
     import keras
 
     from workers import models
     from workers.adapters.tensorflow import _Builder
 
     tf.random.set_seed(args.seed)
-    arch = models.build_arch(args.model, args.classes, args.image_size)
-    model = _Builder(keras, args.seed).model(arch)[0]
+    arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
+    return _Builder(keras, args.seed).model(arch)[0]
+
+
+def make_solo(tf, args, batches):
+    import keras
+
+    model = solo_model(tf, args)
     optimizer = keras.optimizers.SGD(learning_rate=args.lr, momentum=args.momentum)
     step = make_step(tf, model, optimizer)
     return step, tensors(tf, batches), lambda loss: float(loss.numpy()), bare_common.no_sync
@@ -79,5 +101,24 @@ def on_adapter(tf, adapter, args, batches):
     return make_step(tf, adapter.model, adapter.optimizer), tensors(tf, batches)
 
 
+def infer_solo(tf, args, batches):
+    step = make_infer_step(tf, solo_model(tf, args))
+    images = [(x,) for x, _ in tensors(tf, batches)]
+    return step, images, lambda out: float(tf.reduce_mean(out).numpy()), bare_common.no_sync
+
+
+def infer_on_adapter(tf, adapter, args, batches):
+    return make_infer_step(tf, adapter.model), [(x,) for x, _ in tensors(tf, batches)]
+
+
 if __name__ == "__main__":
-    sys.exit(bare_common.main("tensorflow", setup, make_solo, on_adapter))
+    sys.exit(
+        bare_common.main(
+            "tensorflow",
+            setup,
+            make_solo,
+            on_adapter,
+            infer_solo=infer_solo,
+            infer_on_adapter=infer_on_adapter,
+        )
+    )

@@ -18,11 +18,18 @@ Last, one process compares the runner's loop body with the bare step in alternat
 about 20 ms (bare_<framework>_loop.py --paired): the harness's own per-step cost, resolved far
 below the run-to-run noise of separate processes.
 
+With --task inference (and --features: the model up to its pooled features) the step is a forward
+pass in evaluation mode without gradients: the harness runs the configuration with task inference
+(the adapter's infer_step), and the bare loop its hand-written forward pass in the framework's own
+fast idiom (bare_<framework>_loop.py --task inference).
+
     .venv/bin/python benchmarks/overhead.py --framework tensorflow
     .venv/bin/python benchmarks/overhead.py --framework pytorch --device cuda --model resnet50 \\
         --image-size 224 --batch-size 64 --threads 0
     .venv/bin/python benchmarks/overhead.py --framework mxnet --model resnet50 --image-size 64 \\
         --batch-size 8 --steps 20 --warmup 3 --rounds 6
+    .venv/bin/python benchmarks/overhead.py --framework jax --task inference --features \\
+        --model resnet50 --image-size 64 --batch-size 8 --warmup 3 --rounds 0 --steps 20 --paired-passes 8
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import overhead_paired  # noqa: E402
 
 from orchestrator import envs  # noqa: E402
-from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, IMAGE_MODELS, RunConfig  # noqa: E402
+from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, IMAGE_MODELS, TASKS, RunConfig  # noqa: E402
 from orchestrator.execute import execute, run_dir_for, worker_env  # noqa: E402
 from orchestrator.sidecar import SAMPLES_FILE  # noqa: E402
 
@@ -127,6 +134,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--framework", default="pytorch", choices=FRAMEWORKS)
     parser.add_argument("--model", default="small_cnn", choices=IMAGE_MODELS)
     parser.add_argument(
+        "--task",
+        default="train",
+        choices=TASKS,
+        help="train: optimizer steps; inference: forward passes in evaluation mode, no gradients",
+    )
+    parser.add_argument(
+        "--features", action="store_true", help="with --task inference: the model up to its pooled features"
+    )
+    parser.add_argument(
         "--device", default="cpu", choices=("cpu", "cuda"), help="cuda: PyTorch only (both sides synchronise)"
     )
     parser.add_argument("--image-size", type=int, default=32)
@@ -163,7 +179,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--env-root", default=None, help="the framework environments' folder")
     parser.add_argument("--keep-runs", type=Path, default=None, help="keep the harness run folders here")
     parser.add_argument("--save", type=Path, default=None, help="write every measurement to this JSON file")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.features and args.task != "inference":
+        parser.error("--features applies to --task inference (the pooled features, no training)")
+    return args
 
 
 def make_config(args: argparse.Namespace) -> RunConfig:
@@ -182,6 +201,10 @@ def make_config(args: argparse.Namespace) -> RunConfig:
         threads=args.threads,
         seed=args.seed,
         sample_interval=args.sample_interval,
+        # As a matrix stores them: training is task None, and features False is None (zoo_parity.py's
+        # arguments have neither: it compares training steps).
+        task="inference" if getattr(args, "task", "train") == "inference" else None,
+        features=True if getattr(args, "features", False) else None,
     )
     size = args.steps * args.batch_size
     while replace(config, dataset_size=size).train_size < args.steps * args.batch_size:
@@ -240,7 +263,10 @@ def run_script(config: RunConfig, python: Path, script: str, *extra: str) -> lis
     cmd += ["--steps", str(config.train_size // config.batch_size)]
     cmd += ["--dataset-size", str(config.dataset_size)]
     cmd += ["--val-fraction", str(config.val_fraction), "--lr", str(config.lr)]
-    cmd += ["--momentum", str(config.momentum), "--seed", str(config.seed), "--device", config.device, *extra]
+    cmd += ["--momentum", str(config.momentum), "--seed", str(config.seed), "--device", config.device]
+    if config.task == "inference":
+        cmd += ["--task", "inference", *(["--features"] if config.features else [])]
+    cmd += extra
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         raise SystemExit(f"{script} failed (exit {done.returncode}): {done.stderr[-2000:]}")
@@ -330,8 +356,14 @@ def report(config: RunConfig, rows: list[Row], args: argparse.Namespace) -> None
         )
 
 
+def step_name(config: RunConfig) -> str:
+    """The adapter's step the runner times for this configuration (workers/runner.py)."""
+    return "infer_step" if config.task == "inference" else "train_step"
+
+
 def run_paired(config: RunConfig, python: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """The in-process comparison: chunks of harness steps, train_step alone and bare steps in turn."""
+    """The in-process comparison: chunks of harness steps, the adapter's step alone (train_step or
+    infer_step) and bare steps in turn."""
     log.info("in-process paired chunks (%d passes)", args.paired_passes)
     wait_until_idle(CpuMeter(), args.quiet_load, args.idle_wait)
     out = bare_loop(config, python, "--paired", str(args.paired_passes), "--chunk-seconds", str(PAIRED_CHUNK))

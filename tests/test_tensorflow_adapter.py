@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests import torch_gru
 from tests.drivers import checked, drive, framework_python, run_driver
 from workers import models
 
@@ -62,36 +63,6 @@ TORCH_SIDE = textwrap.dedent(
             out = a.model(torch.from_numpy(x)).numpy()
         np.savez("{}/{}.npz".format(folder, name), x=x, out=out,
                  **{"p{:04d}".format(i): v for i, v in enumerate(arrays)})
-    """
-)
-
-# The IMDB GRU at 2 classes: PyTorch's weights and outputs (logits and the last GRU state, the
-# features) on four token sequences, two of them padded at the front as Keras pads IMDB.
-TORCH_GRU = textwrap.dedent(
-    """
-    import sys
-    import numpy as np, torch
-    from workers import models
-    from workers.adapters import pytorch
-
-    a = pytorch.Adapter(dict(framework="pytorch", device="cpu", optimizer="sgd", lr=0.01,
-                             momentum=0.9, threads=0, seed=0))
-    a.setup()
-    a.build(models.build_arch("gru", 2, 1))
-    embedding, last, dense = a.model
-    gru = last.gru
-    x = np.random.RandomState(1).randint(0, models.VOCAB, (4, models.SEQ_LEN)).astype(np.int64)
-    x[:2, :60] = models.PAD
-    x[:2, 60] = models.START
-    with torch.no_grad():
-        dense.bias.normal_(0, 0.1)  # not the initial zeros
-        a.model.eval()
-        state = a.model[:2](torch.from_numpy(x)).numpy()
-        out = a.model(torch.from_numpy(x)).numpy()
-    np.savez(sys.argv[1], x=x, out=out, state=state, embedding=embedding.weight.detach().numpy(),
-             w_ih=gru.weight_ih_l0.detach().numpy(), w_hh=gru.weight_hh_l0.detach().numpy(),
-             b_ih=gru.bias_ih_l0.detach().numpy(), b_hh=gru.bias_hh_l0.detach().numpy(),
-             dense_w=dense.weight.detach().numpy(), dense_b=dense.bias.detach().numpy())
     """
 )
 
@@ -236,9 +207,10 @@ DRIVER = textwrap.dedent(
             a.build(models.build_arch("gru", 2, 1, features=features))
             embedding, gru = [layer for layer in a.model.layers if layer.weights][:2]
             embedding.set_weights([f["embedding"]])
-            gru.set_weights([zrn(f["w_ih"]).T, zrn(f["w_hh"]).T, np.stack([zrn(f["b_ih"]), zrn(f["b_hh"])])])
+            biases = np.stack([zrn(f["bias_ih"]), zrn(f["bias_hh"])])
+            gru.set_weights([zrn(f["weight_ih"]).T, zrn(f["weight_hh"]).T, biases])
             if not features:
-                a.model.layers[-1].set_weights([f["dense_w"].T, f["dense_b"]])
+                a.model.layers[-1].set_weights([f["dense_weight"].T, f["dense_bias"]])
             got = a.model(f["x"], training=False).numpy()
             out[want] = [float(np.abs(got - f[want]).max()), float(np.abs(f[want]).max())]
         return out
@@ -312,8 +284,7 @@ def driven(tensorflow_python, pytorch_python, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tensorflow")
     (folder / "torch_side.py").write_text(TORCH_SIDE)
     run_driver(pytorch_python, folder / "torch_side.py", str(folder), json.dumps(CROSS), timeout=400)
-    (folder / "torch_gru.py").write_text(TORCH_GRU)
-    run_driver(pytorch_python, folder / "torch_gru.py", str(folder / "gru.npz"), timeout=400)
+    torch_gru.dump(pytorch_python, folder)  # folder/gru.npz
     checks = [["models", []], ["train", []], ["optimizers", []], ["cross", [str(folder), CROSS]]]
     checks += [["gru_cross", [str(folder / "gru.npz")]], ["gru_train", []], ["gru_inference", []]]
     checks += [["cuda", []], ["oom", []]]
@@ -383,15 +354,12 @@ def test_keras_model_computes_what_the_pytorch_model_computes(driven, name):
 @pytest.mark.parametrize("output", ["out", "state"])
 def test_keras_gru_computes_what_the_pytorch_gru_computes(driven, output):
     """Logits, and the last state that features: true yields, with PyTorch's weights."""
-    difference, scale = driven("gru_cross")[output]
-    assert difference <= 1e-5 * max(1.0, scale)
+    torch_gru.assert_same_as_pytorch(driven("gru_cross")[output])
 
 
 def test_gru_learns_the_synthetic_tokens(driven):
     got = driven("gru_train")
-    losses = [e[0] for e in got["epochs"]]
-    assert losses[-1] < losses[0] * 0.7, got["epochs"]
-    assert got["epochs"][-1][2] >= 0.75, got["epochs"]  # chance is 0.5
+    torch_gru.assert_learns(got["epochs"], accuracy=0.75)
 
 
 def test_gru_runs_keras_loop_on_cpu_and_says_so(driven):

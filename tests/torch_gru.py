@@ -1,4 +1,4 @@
-"""The PyTorch side of the GRU cross-checks (tests/test_jax_adapter.py, tests/test_paddle_adapter.py).
+"""The PyTorch side of the GRU cross-checks (the TensorFlow, MXNet, Paddle and JAX adapter tests).
 
 A script run in the PyTorch environment builds the `gru` model with the PyTorch adapter and dumps
 its weights in PyTorch's layout (embedding (V, E); weight_ih (3H, E), weight_hh (3H, H), bias_ih,
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from tests.drivers import run_driver
 
@@ -49,3 +50,28 @@ def dump(pytorch_python: Path, folder: Path) -> Path:
     (folder / "torch_gru.py").write_text(TORCH_GRU)
     run_driver(pytorch_python, folder / "torch_gru.py", str(folder))
     return folder / "gru.npz"
+
+
+# -- the checks every framework's GRU test makes on its driver's results -------------------------
+
+
+def assert_same_as_pytorch(result: list[float]) -> None:
+    """[largest difference, largest magnitude] of an output against PyTorch's: equal to 1e-5."""
+    difference, scale = result
+    assert difference <= 1e-5 * max(1.0, scale)
+
+
+def assert_learns(epochs: list[list[float]], accuracy: float = 0.7) -> None:
+    """[train loss, val loss, val accuracy] per epoch: the loss falls and accuracy beats chance (0.5)."""
+    losses = [e[0] for e in epochs]
+    assert losses[-1] < losses[0] * 0.7, epochs
+    assert epochs[-1][2] > accuracy, epochs
+
+
+def assert_harness_ran(train: dict[str, Any], features: dict[str, Any]) -> None:
+    """A harness run of the GRU and one of its features (task inference, features: true)."""
+    assert train["outcome"] == "ok", train["reason"] or train["stderr_tail"]
+    assert train["parameter_count"] == 3_818_302 and train["images_per_second"] > 0
+    assert features["outcome"] == "ok", features["reason"] or features["stderr_tail"]
+    # features: true stops at the last GRU state: the classifier's 100 * 2 + 2 are left out
+    assert features["parameter_count"] == 3_818_302 - 202
