@@ -294,15 +294,18 @@ SLOW = """
 name: slow
 settings:
   framework: fault
-  dataset_size: 2000
+  dataset_size: 6000
   batch_size: 8
   epochs: 5
   warmup_steps: 100
 """
+# Epochs of about 0.3 s alone (600 steps of the fault worker's work), so that a hiccup of a loaded
+# machine in the first run cannot spread its epochs as far as three busy loops slow the second (4x).
+BUSY_LOOPS = 3
 
 
 def test_compare_finds_a_run_slowed_by_sharing_its_cpu(tmp_path):
-    """The same configuration twice on one CPU, the second time sharing it with two busy loops:
+    """The same configuration twice on one CPU, the second time sharing it with three busy loops:
     a real slower run with identical settings (same config_hash), which the verdict must call."""
     (tmp_path / "slow.yaml").write_text(textwrap.dedent(SLOW).lstrip())
     db = tmp_path / "bench.db"
@@ -312,7 +315,7 @@ def test_compare_finds_a_run_slowed_by_sharing_its_cpu(tmp_path):
     busy = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
     pin = lambda: os.sched_setaffinity(0, {cpu})  # noqa: E731  (the workers inherit it)
     subprocess.run(command, check=True, capture_output=True, preexec_fn=pin)
-    loops = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(2)]
+    loops = [subprocess.Popen([sys.executable, "-c", busy]) for _ in range(BUSY_LOOPS)]
     try:
         subprocess.run(command, check=True, capture_output=True, preexec_fn=pin)
     finally:
