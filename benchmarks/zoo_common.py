@@ -43,7 +43,40 @@ def parse_args(framework, argv=None):
     parser.add_argument(
         "--ops", action="store_true", help="no timing: the operators one step of each side runs, with calls"
     )
+    parser.add_argument(
+        "--resnet-v1", action="store_true", help="build bench's ResNet50 as v1 (see as_resnet_v1)"
+    )
     return parser.parse_args(argv)
+
+
+def as_resnet_v1(layers):
+    """bench's ResNet (v1.5: a downsampling block's stride on its 3x3 convolution) as v1, the
+    layout of Keras's and Gluon's ResNet50 (the stride on the block's first 1x1 convolution).
+    Each 3x3 keeps its padding of 1, so every shape and parameter count stays the same."""
+    import copy
+
+    layers = copy.deepcopy(layers)
+    for node in layers:
+        if node["op"] != "residual":
+            continue
+        convs = [n for n in node["body"] if n["op"] == "conv"]
+        if len(convs) == 3 and convs[1]["stride"] != 1:
+            convs[0]["stride"], convs[1]["stride"] = convs[1]["stride"], 1
+    return layers
+
+
+def build_port(framework, args):
+    """bench's port as the harness builds it, or as ResNet v1 with --resnet-v1."""
+    adapter, port = bare_common.build_adapter(framework, args)
+    if getattr(args, "resnet_v1", False):
+        if args.model != "resnet50":
+            raise SystemExit("--resnet-v1 is for --model resnet50")
+        from workers import models
+
+        arch = models.build_arch(args.model, args.classes, args.image_size)
+        arch["layers"] = as_resnet_v1(arch["layers"])
+        port = adapter.build(arch)
+    return adapter, port
 
 
 def counts(framework, fw, zoo_model, args):
@@ -60,7 +93,7 @@ def counts(framework, fw, zoo_model, args):
 
 def sides(framework, fw, zoo_model, zoo_step, args):
     """Both sides, built and fed: (adapter, steps, [("bench", run), ("zoo", run)], facts)."""
-    adapter, port = bare_common.build_adapter(framework, args)
+    adapter, port = build_port(framework, args)
     train_size = adapter.load_data()[0]
     model, count, shipped = zoo_model(fw, args)
     step = zoo_step(fw, model, args)

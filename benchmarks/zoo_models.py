@@ -109,3 +109,34 @@ NOT_SHIPPED = {
 def pairs_of(framework: str) -> list[str]:
     """bench's models that have a zoo counterpart in this framework."""
     return [model for (fw, model) in PAIRS if fw == framework]
+
+
+# --- work per image, computed from the architecture (not measured) -----------------------------
+
+
+def multiply_adds(layers: list[dict], shape: tuple[int, ...]) -> int:
+    """Forward multiply-adds per image of convolutions and dense layers (the bulk of the work;
+    the backward pass does about twice as many), walking workers.models layers."""
+    from workers import models
+
+    total = 0
+    for node in layers:
+        out = models.out_shape(node, shape)
+        if node["op"] == "conv":
+            per_output = shape[0] // node["groups"] * node["kernel"] ** 2
+            total += out[0] * out[1] * out[2] * per_output
+        elif node["op"] == "dense":
+            total += shape[0] * node["out"]
+        elif node["op"] == "residual":
+            total += multiply_adds(node["body"], shape) + multiply_adds(node["shortcut"], shape)
+        elif node["op"] == "concat":
+            total += sum(multiply_adds(branch, shape) for branch in node["branches"])
+        shape = out
+    return total
+
+
+def as_resnet_v1(layers: list[dict]) -> list[dict]:
+    """bench's ResNet laid out as v1 (benchmarks/zoo_common.py, which the zoo scripts run)."""
+    import zoo_common  # benchmarks/ is on sys.path wherever this module is imported
+
+    return zoo_common.as_resnet_v1(layers)

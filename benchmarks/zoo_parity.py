@@ -92,10 +92,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--env-root", default=None, help="the framework environments' folder")
     # The zoo scripts run on the CPU (the overhead benchmark's configuration needs a device).
     parser.set_defaults(device="cpu")
+    parser.add_argument(
+        "--resnet-v1",
+        action="store_true",
+        help="build bench's ResNet50 as v1 (the stride on each downsampling block's first 1x1, as "
+        "Keras's and Gluon's are): the same work as the zoo model, to time the port alone",
+    )
     parser.add_argument("--save", type=Path, default=None, help="write the measurement to this JSON file")
     args = parser.parse_args(argv)
     if not args.counts and args.model is None:
         parser.error("--model is required (or --counts)")
+    if args.resnet_v1 and args.model != "resnet50":
+        parser.error("--resnet-v1 is for --model resnet50")
     args.sample_interval = None  # overhead.make_config's harness-only setting
     return args
 
@@ -136,6 +144,8 @@ def report(out: dict[str, Any], args: argparse.Namespace) -> None:
         print(
             f"WARNING: {noisy} of {len(loads)} passes ran beside other load >= {args.quiet_load} cores: noisy"
         )
+    if args.resnet_v1:
+        print("bench's port built as ResNet v1 (--resnet-v1): the stride placement below is removed")
     differences(pair)
 
 
@@ -234,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         config = overhead.make_config(args)
         overhead.wait_until_idle(overhead.CpuMeter(), args.quiet_load, args.idle_wait)
         extra = ["--paired", str(args.passes), "--chunk-seconds", str(args.chunk_seconds)]
+        extra += ["--resnet-v1"] if args.resnet_v1 else []
         out = overhead.run_script(config, python, script, *extra)[-1]
         report(out, args)
     if args.save:

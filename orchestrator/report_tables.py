@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from orchestrator import fairness
 from orchestrator.config import FAULT_FIELDS, RECURRENT_MODELS
 from orchestrator.db import Database
 from orchestrator.report import sweep_heading
@@ -223,7 +224,7 @@ def _epoch_cell(s: dict[str, Any] | None) -> str:
     text = with_range(s["epoch_seconds_median"], s["epoch_seconds_min"], s["epoch_seconds_max"])
     if s["failed"]:
         text += f" (+{len(s['failed'])} {'/'.join(sorted(set(s['failed'])))})"
-    return text
+    return text + s.get("footnotes", "")
 
 
 def _device(device: str) -> str:
@@ -248,13 +249,30 @@ def comparison(db: Database, sel: Selection) -> Table:
         line["cells"][cell] = r
         line[cell] = r["epoch_seconds_median"] if r["ok_runs"] else r["outcome"]
     table.rows = list(pivot.values())
+    _footnote(db, rows, table)
     models_devices = sorted({(r["model"], r["device"]) for r in rows}, key=_model_device_order)
     table.columns = key_columns(keys) + [
         column(f"{m} {_device(d)}") for m, d in models_devices for column in (_epoch_column, _ms_column)
     ]
-    table.record_keys = [*keys, "model", "device", *SUMMARY_KEYS]
+    table.record_keys = [*keys, "model", "device", *SUMMARY_KEYS, "fairness_notes"]
     table.records = [record_of(r, table.record_keys) for r in rows]
     return table
+
+
+def _footnote(db: Database, rows: list[dict[str, Any]], table: Table) -> None:
+    """Mark each cell whose framework is known to be limited there (orchestrator.fairness), and
+    number the notes under the table; records name theirs in fairness_notes."""
+    facts = fairness.facts(db, (r["last_run"] for r in rows if r["ok_runs"]))
+    numbers: dict[str, int] = {}
+    for r in rows:
+        marks = []
+        for note in fairness.notes_for(r, facts.get(r["last_run"])):
+            if note.text not in numbers:
+                numbers[note.text] = len(numbers) + 1
+                table.notes.append(f"[{numbers[note.text]}] {note.text}")
+            marks.append((numbers[note.text], note.key))
+        r["footnotes"] = "".join(f" [{n}]" for n, _ in marks)
+        r["fairness_notes"] = ",".join(key for _, key in marks) or None
 
 
 # The raw numbers of a configuration's summary, as named in CSV and JSON (units in the names).

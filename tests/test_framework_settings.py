@@ -29,7 +29,12 @@ settings: {{model: small_cnn, dataset_size: 20, batch_size: 4, epochs: 1, warmup
 axes: {{framework: [{frameworks}]}}
 """
 # Each framework's own switch, the opposite of its default.
-SWITCHED = {"TF_ENABLE_ONEDNN_OPTS": "0", "MXNET_MKLDNN_ENABLED": "0", "FLAGS_use_mkldnn": "1"}
+SWITCHED = {
+    "TF_ENABLE_ONEDNN_OPTS": "0",
+    "MXNET_MKLDNN_ENABLED": "0",
+    "FLAGS_use_mkldnn": "1",
+    "BENCH_TORCH_MEMORY_FORMAT": "contiguous_format",
+}
 
 
 def sweep(folder: Path, frameworks: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -71,7 +76,8 @@ def switched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
     for name, value in SWITCHED.items():
         mp.setenv(name, value)
     try:
-        return sweep(tmp_path_factory.mktemp("settings-switched"), ("tensorflow", "mxnet", "paddle"))
+        frameworks = ("pytorch", "tensorflow", "mxnet", "paddle")
+        return sweep(tmp_path_factory.mktemp("settings-switched"), frameworks)
     finally:
         mp.undo()
 
@@ -83,12 +89,16 @@ def ok(rows: dict[str, dict[str, Any]], framework: str) -> dict[str, Any]:
     return row
 
 
-def test_pytorch_records_threads_and_onednn(defaults):
+def test_pytorch_records_threads_onednn_and_layout(defaults, switched):
     row = ok(defaults, "pytorch")
     assert row["threads"]["intra_op"] == 1 and row["threads"]["inter_op"] == 1
     settings = row["settings"]
     assert settings["mkldnn_available"] is True and settings["mkldnn_enabled"] is True
-    assert settings["memory_format"].startswith("contiguous")
+    # channels_last by default on the CPU (docs/fairness.md); the variable switches it back.
+    assert settings["memory_format"] == "channels_last" and settings["BENCH_TORCH_MEMORY_FORMAT"] is None
+    off = ok(switched, "pytorch")["settings"]
+    assert off["memory_format"] == "contiguous_format"
+    assert off["BENCH_TORCH_MEMORY_FORMAT"] == "contiguous_format"
 
 
 def test_tensorflow_records_threads_and_onednn(defaults, switched):

@@ -134,6 +134,40 @@ DRIVER = textwrap.dedent(
                  RuntimeError("shape mismatch"), ValueError("out of memory")]
         return [a.is_oom(exc) for exc in cases]
 
+    def check_layout():
+        # channels_last (the CPU default) against contiguous: layouts in effect, same numbers
+        import os
+        import torch
+        out = {}
+        for layout in ("channels_last", "contiguous_format"):
+            os.environ["BENCH_TORCH_MEMORY_FORMAT"] = layout
+            try:
+                a, info = adapter(model="resnet50", image_size=32, batch_size=4, dataset_size=20,
+                                  classes=3, threads=1)
+            finally:
+                del os.environ["BENCH_TORCH_MEMORY_FORMAT"]
+            a.build_model()
+            train_size, _ = a.load_data()
+            a.reset()
+            a.prepare_epoch(runner.epoch_order(0, 1, train_size))
+            fmt = getattr(torch, layout)
+            conv = [m for m in a.model.modules() if isinstance(m, torch.nn.Conv2d)][0]
+            x = a._batches[0][0]
+            with torch.no_grad():
+                logits = a.model.eval()(x).clone()
+            a.model.train()
+            losses = []
+            for i in range(2):
+                a.train_step(i)
+                losses.append(a.epoch_loss())
+            out[layout] = {"setting": info["settings"]["memory_format"],
+                           "weight": conv.weight.is_contiguous(memory_format=fmt),
+                           "batch": x.is_contiguous(memory_format=fmt),
+                           "logits": logits.tolist(), "losses": losses}
+        a, info = adapter()  # unset: the CPU default
+        out["default"] = info["settings"]["memory_format"]
+        return out
+
     def check_threads():  # last: it changes this process's thread pools
         return adapter(threads=1)[1]["threads"]
 
@@ -143,6 +177,7 @@ DRIVER = textwrap.dedent(
 
 CHECKS = [["models", []], ["data", [DIGEST_CONFIG]], ["train", []], ["gru", [TOKEN_CONFIG]], ["cuda", []]]
 CHECKS.append(["oom", []])
+CHECKS.append(["layout", []])
 CHECKS.append(["threads", []])
 
 
@@ -243,6 +278,18 @@ def test_cuda_unavailable_says_why(driven):
 @pytest.mark.framework
 def test_is_oom(driven):
     assert driven("oom") == [True, True, True, False, False]
+
+
+@pytest.mark.framework
+def test_channels_last_is_the_cpu_default_and_computes_the_same(driven):
+    got = driven("layout")
+    assert got["default"] == "channels_last"
+    for layout in ("channels_last", "contiguous_format"):
+        assert got[layout]["setting"] == layout
+        assert got[layout]["weight"] and got[layout]["batch"], layout
+    last, plain = got["channels_last"], got["contiguous_format"]
+    assert last["logits"] == pytest.approx(plain["logits"], rel=1e-4, abs=1e-5)
+    assert last["losses"] == pytest.approx(plain["losses"], rel=1e-4)
 
 
 @pytest.mark.framework

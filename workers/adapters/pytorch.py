@@ -5,6 +5,7 @@ adapters without their frameworks). The step is kept as lean as a hand-written l
 are arranged before the clock starts and the loss is summed on the device, never read per step.
 """
 
+import os
 import platform
 
 from workers import data, models
@@ -31,6 +32,7 @@ class Adapter(base.Adapter):
         self._x_epoch = self._y_epoch = None  # this epoch's batches, in order (pinned on cuda)
         self._batches = []
         self._output = None  # the last inference step's output, kept on the device
+        self.memory_format = None  # torch.channels_last or torch.contiguous_format, for images
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -50,7 +52,6 @@ class Adapter(base.Adapter):
             "cuda_version": torch.version.cuda,
             # What the installed wheel was built for, whatever the device of this run.
             "build": "cuda" if torch.version.cuda else "cpu",
-            "settings": _settings(torch),
         }
         if self.config["device"] == "cuda":
             _check_cuda(torch)
@@ -72,6 +73,9 @@ class Adapter(base.Adapter):
         else:
             raise base.Unsupported("device {!r} is not supported by the PyTorch adapter "
                                    "(cpu or cuda)".format(self.config["device"]))
+        layout = _memory_format(self.cuda)
+        self.memory_format = getattr(torch, layout)
+        info["settings"] = _settings(torch, layout)
         return info
 
     # -- model -----------------------------------------------------------------------------
@@ -85,6 +89,8 @@ class Adapter(base.Adapter):
         if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         self.model = model.to(self.device).train()
+        if len(arch["input"]) == 3:  # images: the layout setup() chose (a no-op for contiguous)
+            self.model = self.model.to(memory_format=self.memory_format)
         self._initial = {k: v.detach().to("cpu", copy=True)
                          for k, v in self.model.state_dict().items()}
         self.optimizer = self._make_optimizer()
@@ -152,7 +158,10 @@ class Adapter(base.Adapter):
         index = torch.as_tensor(order[:steps * size], dtype=torch.long)
         torch.index_select(self._x, 0, index, out=self._x_epoch)
         torch.index_select(self._y, 0, index, out=self._y_epoch)
-        self._batches = list(zip(self._x_epoch.split(size), self._y_epoch.split(size)))
+        xs = self._x_epoch.split(size)
+        if self._x_epoch.dim() == 4 and self.memory_format is not torch.contiguous_format:
+            xs = [x.contiguous(memory_format=self.memory_format) for x in xs]  # untimed, CPU only
+        self._batches = list(zip(xs, self._y_epoch.split(size)))
         return steps
 
     # -- training --------------------------------------------------------------------------
@@ -202,6 +211,8 @@ class Adapter(base.Adapter):
             with torch.no_grad():
                 for start in range(0, n, size):
                     x = self._x_val[start:start + size].to(self.device)
+                    if x.dim() == 4:
+                        x = x.contiguous(memory_format=self.memory_format)
                     y = self._y_val[start:start + size].to(self.device)
                     logits = self.model(x)
                     total += torch.nn.functional.cross_entropy(logits, y, reduction="sum")
@@ -263,7 +274,24 @@ def _apply_threads(torch, n):
     return applied
 
 
-def _settings(torch):
+MEMORY_FORMATS = ("channels_last", "contiguous_format")
+DEFAULT_CPU_MEMORY_FORMAT = "channels_last"
+
+
+def _memory_format(cuda):
+    """The layout of image batches and convolution weights: BENCH_TORCH_MEMORY_FORMAT where set
+    (channels_last or contiguous_format), else channels_last on the CPU (docs/fairness.md:
+    oneDNN's native layout) and PyTorch's default on CUDA (not measured there)."""
+    value = os.environ.get("BENCH_TORCH_MEMORY_FORMAT")
+    if value:
+        if value not in MEMORY_FORMATS:
+            raise ValueError("BENCH_TORCH_MEMORY_FORMAT={!r}: expected {}".format(
+                value, " or ".join(MEMORY_FORMATS)))
+        return value
+    return "contiguous_format" if cuda else DEFAULT_CPU_MEMORY_FORMAT
+
+
+def _settings(torch, layout):
     """The switches that decide which CPU kernels run, as torch reports them (docs/fairness.md)."""
     backends = torch.backends
     return {
@@ -271,7 +299,8 @@ def _settings(torch):
         "mkldnn_enabled": bool(backends.mkldnn.enabled),  # and switched on (torch's default)
         "mkl_available": bool(backends.mkl.is_available()),
         "openmp_available": bool(backends.openmp.is_available()),
-        "memory_format": "contiguous (NCHW)",  # the adapter never converts to channels_last
+        "memory_format": layout,  # of image batches and weights (recurrent models: contiguous)
+        "BENCH_TORCH_MEMORY_FORMAT": os.environ.get("BENCH_TORCH_MEMORY_FORMAT"),
         "execution": "eager",
     }
 

@@ -1,0 +1,147 @@
+"""Footnotes for `bench report --table comparison`: where a framework's result is known to be
+limited by the framework (its defaults, its kernels), not by bench's port (docs/fairness.md).
+
+Each note is decided from what the configuration's last run recorded (its `environments` row:
+the threads the framework applied, its `settings`, the cores it saw), so a note follows the run,
+not the framework's name: a run that changed the setting gets no note.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from orchestrator.config import RECURRENT_MODELS, cpu_set
+from orchestrator.db import Database
+
+DOC = "docs/fairness.md"
+
+
+@dataclass(frozen=True)
+class Note:
+    key: str  # a short name, kept in CSV and JSON records
+    text: str  # the footnote, with where in docs/fairness.md the evidence is
+
+
+def facts(db: Database, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """What each run recorded of its environment: threads applied, settings, cores seen."""
+    ids = sorted(set(run_ids))
+    e = db.environments
+    out: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(ids), 500):
+        query = sa.select(e.c.run_id, e.c.threads_applied, e.c.extra, e.c.cpu_count).where(
+            e.c.run_id.in_(ids[start : start + 500])
+        )
+        for row in db.rows(query):
+            extra = _json(row["extra"])
+            out[row["run_id"]] = {
+                "threads": _json(row["threads_applied"]),
+                "settings": extra.get("settings") if isinstance(extra.get("settings"), dict) else {},
+                "cpu_count": row["cpu_count"],
+            }
+    return out
+
+
+def _json(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else None
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def notes_for(summary: dict[str, Any], fact: dict[str, Any] | None) -> list[Note]:
+    """The footnotes that apply to one configuration's summary, given its last run's facts."""
+    if fact is None or summary.get("device") != "cpu" or not summary.get("ok_runs"):
+        return []
+    return [note for rule in RULES if (note := rule(summary, fact)) is not None]
+
+
+def _cores(summary: dict[str, Any], fact: dict[str, Any]) -> int | None:
+    if summary.get("cpus"):
+        return len(cpu_set(summary["cpus"]))
+    count = fact.get("cpu_count")
+    return count if isinstance(count, int) and count > 0 else None
+
+
+# The compute pools each framework reports in threads_applied: (key, what the pool runs).
+POOLS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "pytorch": (("intra_op", "intra-op thread", ""),),
+    "tensorflow": (("intra_op_effective", "intra-op thread", ""),),
+    "mxnet": (("intra_op", "OpenMP thread", ""),),
+    "paddle": (("intra_op", "thread", ""),),
+    "singa": (("openmp", "OpenMP thread", ""), ("openblas", "OpenBLAS thread", " (its dense layers)")),
+}
+
+
+def _default_threads(summary: dict[str, Any], fact: dict[str, Any]) -> Note | None:
+    """threads unset, and the framework's own default used fewer threads than the cores."""
+    if summary.get("threads"):
+        return None
+    cores = _cores(summary, fact)
+    threads = fact.get("threads") or {}
+    short = []
+    for key, what, where in POOLS.get(summary["framework"], ()):
+        value = threads.get(key)
+        if cores and isinstance(value, int) and 0 < value < cores:
+            short.append(f"{value} {what}{'s' if value > 1 else ''}{where}")
+    if not short:
+        return None
+    return Note(
+        "default-threads",
+        f"{summary['framework']} ran {' and '.join(short)} on {cores} cores: its own default, as "
+        f"`threads` was not set; set `threads` to compare frameworks on equal threads "
+        f'({DOC}, "The quick matrix\'s spread")',
+    )
+
+
+def _pytorch_nchw(summary: dict[str, Any], fact: dict[str, Any]) -> Note | None:
+    """PyTorch on the CPU in NCHW: the run switched off bench's channels_last default."""
+    if summary["framework"] != "pytorch" or summary.get("model") in RECURRENT_MODELS:
+        return None
+    if (fact.get("settings") or {}).get("memory_format") != "contiguous_format":
+        return None
+    return Note(
+        "pytorch-nchw",
+        "pytorch ran its image batches and weights in NCHW (BENCH_TORCH_MEMORY_FORMAT="
+        "contiguous_format); bench's default on the CPU is channels_last, 1.2-1.3x faster for "
+        f'ResNet50 and VGG16 at 224 px ({DOC}, "PyTorch")',
+    )
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A gap measured and explained in docs/fairness.md: this framework, on the CPU, training
+    these models at image sizes from min_image_size, was this many times the fastest framework."""
+
+    key: str
+    framework: str
+    models: tuple[str, ...]
+    min_image_size: int
+    text: str
+
+
+GAPS: tuple[Gap, ...] = ()
+
+
+def _known_gap(summary: dict[str, Any], fact: dict[str, Any]) -> Note | None:
+    for gap in GAPS:
+        if (
+            summary["framework"] == gap.framework
+            and summary.get("model") in gap.models
+            and (summary.get("image_size") or 0) >= gap.min_image_size
+            and (summary.get("task") or "train") == "train"
+        ):
+            return Note(gap.key, gap.text)
+    return None
+
+
+RULES: tuple[Callable[[dict[str, Any], dict[str, Any]], Note | None], ...] = (
+    _default_threads,
+    _pytorch_nchw,
+    _known_gap,
+)

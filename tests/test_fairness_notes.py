@@ -1,0 +1,87 @@
+"""`bench report --table comparison` footnotes a framework's result where the run's own record
+shows it was limited by the framework (orchestrator.fairness, docs/fairness.md).
+
+Real Paddle runs: Paddle's own default is one thread (FLAGS_paddle_num_threads), so a run with
+`threads` unset on a machine of several cores gets the default-threads note, and one with
+`threads` equal to the cores does not. The notes are read from what each run recorded, so a run
+made with the setting changed gets none.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator import fairness
+
+pytestmark = [pytest.mark.slow, pytest.mark.framework]
+
+CORES = len(os.sched_getaffinity(0))
+MATRIX = f"""
+name: fairness
+settings: {{framework: paddle, model: small_cnn, dataset_size: 20, batch_size: 4, epochs: 1,
+           warmup_steps: 1, image_size: 16, classes: 3, timeout: 600}}
+axes: {{threads: [0, {CORES}]}}
+"""
+
+
+def bench(folder: Path, *args: str):
+    from orchestrator.cli import cli
+
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("fairness")
+    (folder / "m.yaml").write_text(MATRIX)
+    ran = bench(folder, "run", "--matrix", "m.yaml")
+    assert ran.exit_code == 0, ran.output
+    return folder
+
+
+def test_default_threads_note_follows_the_recorded_threads(folder):
+    if CORES < 2:
+        pytest.skip("one core: Paddle's default of one thread uses every core")
+    text = bench(folder, "report", "--table", "comparison").output
+    rows = [line for line in text.splitlines() if line.startswith("paddle")]
+    assert len(rows) == 2, text
+    by_threads = {line.split()[1]: line for line in rows}
+    assert set(by_threads) == {"0", str(CORES)}, text
+    note = next(line for line in text.splitlines() if "its own default" in line)
+    number = note.split("]")[0] + "]"
+    assert note.startswith("[") and f"paddle ran 1 thread on {CORES} cores" in note
+    assert "docs/fairness.md" in note
+    assert number in by_threads["0"] and number not in by_threads[str(CORES)]
+
+    records = json.loads(bench(folder, "report", "--table", "comparison", "--format", "json").output)
+    notes = {r["threads"]: r["fairness_notes"] or "" for r in records["rows"]}
+    assert "default-threads" in notes[0] and "default-threads" not in notes[CORES]
+    assert any("its own default" in n for n in records["notes"])
+    table = bench(folder, "report", "--table", "comparison", "--format", "csv").output
+    assert "fairness_notes" in next(csv.reader(io.StringIO(table)))
+
+
+def test_no_note_without_a_record_or_off_the_cpu():
+    summary = {"framework": "paddle", "device": "cpu", "ok_runs": 1, "threads": 0, "cpus": None}
+    fact = {"threads": {"intra_op": 1}, "settings": {}, "cpu_count": 4}
+    assert [n.key for n in fairness.notes_for(summary, fact)] == ["default-threads"]
+    assert fairness.notes_for(summary, None) == []
+    assert fairness.notes_for({**summary, "device": "cuda"}, fact) == []
+    assert fairness.notes_for({**summary, "ok_runs": 0}, fact) == []
+    assert fairness.notes_for({**summary, "threads": 2}, fact) == []
+    assert fairness.notes_for({**summary, "cpus": "0"}, fact) == []  # one core of its own
+    singa = {**summary, "framework": "singa"}
+    texts = [n.text for n in fairness.notes_for(singa, {**fact, "threads": {"openmp": 4, "openblas": 1}})]
+    assert len(texts) == 1 and "1 OpenBLAS thread (its dense layers)" in texts[0] and "OpenMP" not in texts[0]
