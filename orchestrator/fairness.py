@@ -78,24 +78,30 @@ POOLS: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 
 
-def _default_threads(summary: dict[str, Any], fact: dict[str, Any]) -> Note | None:
-    """threads unset, and the framework's own default used fewer threads than the cores."""
-    if summary.get("threads"):
-        return None
+def _threads(summary: dict[str, Any], fact: dict[str, Any]) -> Note | None:
+    """A compute pool ran fewer threads than the cores (threads unset: the framework's default)
+    or than the threads asked for (the framework did not apply them)."""
     cores = _cores(summary, fact)
+    asked = summary.get("threads") or 0
+    wanted = min(asked, cores) if asked and cores else (asked or cores)
     threads = fact.get("threads") or {}
     short = []
     for key, what, where in POOLS.get(summary["framework"], ()):
         value = threads.get(key)
-        if cores and isinstance(value, int) and 0 < value < cores:
+        if wanted and isinstance(value, int) and 0 < value < wanted:
             short.append(f"{value} {what}{'s' if value > 1 else ''}{where}")
     if not short:
         return None
+    ran = f"{summary['framework']} ran {' and '.join(short)}"
+    if asked:
+        return Note(
+            "threads-not-applied",
+            f'{ran} where {asked} were asked for: the framework did not apply them ({DOC}, "Threads")',
+        )
     return Note(
         "default-threads",
-        f"{summary['framework']} ran {' and '.join(short)} on {cores} cores: its own default, as "
-        f"`threads` was not set; set `threads` to compare frameworks on equal threads "
-        f'({DOC}, "The quick matrix\'s spread")',
+        f"{ran} on {cores} cores: its own default, as `threads` was not set; set `threads` to "
+        f'compare frameworks on equal threads ({DOC}, "Threads")',
     )
 
 
@@ -141,7 +147,7 @@ def _known_gap(summary: dict[str, Any], fact: dict[str, Any]) -> Note | None:
 
 
 RULES: tuple[Callable[[dict[str, Any], dict[str, Any]], Note | None], ...] = (
-    _default_threads,
+    _threads,
     _pytorch_nchw,
     _known_gap,
 )

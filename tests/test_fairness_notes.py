@@ -80,8 +80,13 @@ def test_no_note_without_a_record_or_off_the_cpu():
     assert fairness.notes_for(summary, None) == []
     assert fairness.notes_for({**summary, "device": "cuda"}, fact) == []
     assert fairness.notes_for({**summary, "ok_runs": 0}, fact) == []
-    assert fairness.notes_for({**summary, "threads": 2}, fact) == []
+    assert fairness.notes_for({**summary, "threads": 1}, fact) == []  # asked for 1, ran 1
     assert fairness.notes_for({**summary, "cpus": "0"}, fact) == []  # one core of its own
     singa = {**summary, "framework": "singa"}
     texts = [n.text for n in fairness.notes_for(singa, {**fact, "threads": {"openmp": 4, "openblas": 1}})]
     assert len(texts) == 1 and "1 OpenBLAS thread (its dense layers)" in texts[0] and "OpenMP" not in texts[0]
+    # threads asked for but not applied (Singa's OpenBLAS here): a note of its own
+    asked = fairness.notes_for({**singa, "threads": 2}, {**fact, "threads": {"openmp": 2, "openblas": 1}})
+    assert [n.key for n in asked] == ["threads-not-applied"] and "where 2 were asked for" in asked[0].text
+    one = {**fact, "threads": {"openmp": 1, "openblas": 1}}
+    assert fairness.notes_for({**singa, "threads": 1}, one) == []

@@ -295,6 +295,8 @@ class Adapter(base.Adapter):
         if op == "maxpool":
             return [nn.MaxPool2D(node["kernel"], node["stride"], node["padding"])]
         if op == "adaptive_avgpool":
+            if tuple(shape[1:]) == (node["size"], node["size"]):
+                return []  # the identity (AlexNet and VGG16 at 224 px), as the TensorFlow port
             return [_block_classes(self.mx)["AdaptiveAvgPool"](node["size"])]
         if op == "global_avgpool":
             return [nn.GlobalAvgPool2D(), nn.Flatten()]
@@ -474,7 +476,9 @@ def _block_classes(mx):
         def hybrid_forward(self, F, x):
             out = self.body(x)
             out = out + (x if self.shortcut is None else self.shortcut(x))
-            return F.relu(out) if self.post else out
+            # Activation, not F.relu (the same function): as Gluon's own ResNets do, and faster in
+            # MXNet 1.9's MKLDNN build, forward and backward (docs/fairness.md, "MXNet").
+            return F.Activation(out, act_type="relu") if self.post else out
 
     class AdaptiveAvgPool(nn.HybridBlock):
         """PyTorch's AdaptiveAvgPool2d windows (checked equal, also for inputs below size)."""

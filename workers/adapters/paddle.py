@@ -400,6 +400,8 @@ def _layer(paddle, node, shape):
     if op == "maxpool":
         return nn.MaxPool2D(node["kernel"], node["stride"], node["padding"])
     if op == "adaptive_avgpool":
+        if tuple(shape[1:]) == (node["size"], node["size"]):
+            return nn.Identity()  # AlexNet and VGG16 at 224 px, as the TensorFlow port skips it
         return nn.AdaptiveAvgPool2D(node["size"])
     if op == "global_avgpool":
         return nn.Sequential(nn.AdaptiveAvgPool2D(1), nn.Flatten())
