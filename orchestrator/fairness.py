@@ -131,7 +131,39 @@ class Gap:
     text: str
 
 
-GAPS: tuple[Gap, ...] = ()
+# Measured 2026-11-23 on a 2-vCPU AMD EPYC, threads 2, batch 32, 224 px (docs/fairness.md, "Gaps
+# between frameworks"): ms per image against the fastest (MXNet), and what the operator trace
+# (`trace: kernels`) shows the extra time is spent on.
+GAPS: tuple[Gap, ...] = (
+    Gap(
+        "paddle-cpu-convolution",
+        "paddle",
+        ("resnet50", "vgg16"),
+        224,
+        "paddle: 3.5x (ResNet50) and 4.3x (VGG16) the fastest framework's time at 224 px on the CPU; "
+        "its convolutions, 87% of its operator time, take 4.4x MXNet's: Paddle's own CPU "
+        "convolution kernels (with its oneDNN flags on it was 1.2x slower still; its own zoo "
+        f'model is as slow) ({DOC}, "Paddle")',
+    ),
+    Gap(
+        "singa-cpu-operators",
+        "singa",
+        ("resnet50", "vgg16"),
+        224,
+        "singa: 2.2x the fastest framework's time at 224 px on the CPU: its ReLU, addition and "
+        "batch-norm operators take 4.7-4.8x MXNet's and its convolutions 1.5x "
+        f'({DOC}, "Singa")',
+    ),
+    Gap(
+        "jax-xla-cpu-convolution",
+        "jax",
+        ("resnet50", "vgg16"),
+        224,
+        "jax: 4.1x (ResNet50) and 3.3x (VGG16) the fastest framework's time at 224 px on the CPU: "
+        "XLA's CPU convolutions take 4.7x MXNet's, and layout transposes around them 22% of its "
+        f'operator time ({DOC}, "JAX")',
+    ),
+)
 
 
 def _known_gap(summary: dict[str, Any], fact: dict[str, Any]) -> Note | None:

@@ -90,3 +90,32 @@ def test_no_note_without_a_record_or_off_the_cpu():
     assert [n.key for n in asked] == ["threads-not-applied"] and "where 2 were asked for" in asked[0].text
     one = {**fact, "threads": {"openmp": 1, "openblas": 1}}
     assert fairness.notes_for({**singa, "threads": 1}, one) == []
+
+
+def test_measured_gaps_apply_where_they_were_measured():
+    fact = {"threads": {"intra_op": 2}, "settings": {}, "cpu_count": 2}
+    row = {"framework": "paddle", "model": "resnet50", "image_size": 224, "device": "cpu", "ok_runs": 1}
+    row.update(threads=2, cpus=None, task=None)
+    assert [n.key for n in fairness.notes_for(row, fact)] == ["paddle-cpu-convolution"]
+    assert fairness.notes_for({**row, "image_size": 32}, fact) == []  # not measured there
+    assert fairness.notes_for({**row, "model": "small_cnn"}, fact) == []
+    assert fairness.notes_for({**row, "task": "inference"}, fact) == []
+    assert fairness.notes_for({**row, "framework": "mxnet"}, fact) == []
+    for gap in fairness.GAPS:  # each names where docs/fairness.md explains it
+        assert gap.framework in gap.text and "docs/fairness.md" in gap.text
+    pytorch = {**row, "framework": "pytorch"}
+    nchw = {**fact, "settings": {"memory_format": "contiguous_format"}}
+    assert [n.key for n in fairness.notes_for(pytorch, nchw)] == ["pytorch-nchw"]
+    assert fairness.notes_for(pytorch, {**fact, "settings": {"memory_format": "channels_last"}}) == []
+
+
+def test_every_note_points_at_a_section_of_fairness_md():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "fairness.md").read_text()
+    headings = set(re.findall(r"^#+ (.+)$", doc, re.M))
+    source = Path(fairness.__file__).read_text()
+    cited = set(re.findall(r'\(\{DOC\}, "([^"]+)"\)', source))
+    assert cited >= {"Threads", "Paddle", "Singa", "JAX", "PyTorch"}, cited
+    assert cited <= headings, cited - headings
