@@ -107,6 +107,7 @@ def test_measured_gaps_apply_where_they_were_measured():
     nchw = {**fact, "settings": {"memory_format": "contiguous_format"}}
     assert [n.key for n in fairness.notes_for(pytorch, nchw)] == ["pytorch-nchw"]
     assert fairness.notes_for(pytorch, {**fact, "settings": {"memory_format": "channels_last"}}) == []
+    assert fairness.notes_for({**pytorch, "image_size": 32}, nchw) == []  # NCHW is the default there
 
 
 def test_every_note_points_at_a_section_of_fairness_md():

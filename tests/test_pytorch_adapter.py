@@ -135,7 +135,7 @@ DRIVER = textwrap.dedent(
         return [a.is_oom(exc) for exc in cases]
 
     def check_layout():
-        # channels_last (the CPU default) against contiguous: layouts in effect, same numbers
+        # channels_last against contiguous: layouts in effect, same numbers; the default by size
         import os
         import torch
         out = {}
@@ -164,8 +164,9 @@ DRIVER = textwrap.dedent(
                            "weight": conv.weight.is_contiguous(memory_format=fmt),
                            "batch": x.is_contiguous(memory_format=fmt),
                            "logits": logits.tolist(), "losses": losses}
-        a, info = adapter()  # unset: the CPU default
-        out["default"] = info["settings"]["memory_format"]
+        out["default"] = {size: adapter(image_size=size)[1]["settings"]["memory_format"]
+                          for size in (32, 63, 64, 224)}  # unset: the CPU default by size
+        out["gru"] = adapter(model="gru", classes=2)[1]["settings"]["memory_format"]
         return out
 
     def check_threads():  # last: it changes this process's thread pools
@@ -281,9 +282,16 @@ def test_is_oom(driven):
 
 
 @pytest.mark.framework
-def test_channels_last_is_the_cpu_default_and_computes_the_same(driven):
+def test_channels_last_from_64_px_and_the_same_numbers_in_either_layout(driven):
     got = driven("layout")
-    assert got["default"] == "channels_last"
+    # unset: channels_last from 64 px (docs/fairness.md), NCHW below and for the GRU
+    assert got["default"] == {
+        "32": "contiguous_format",
+        "63": "contiguous_format",
+        "64": "channels_last",
+        "224": "channels_last",
+    }
+    assert got["gru"] == "contiguous_format"
     for layout in ("channels_last", "contiguous_format"):
         assert got[layout]["setting"] == layout
         assert got[layout]["weight"] and got[layout]["batch"], layout

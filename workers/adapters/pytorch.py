@@ -73,7 +73,7 @@ class Adapter(base.Adapter):
         else:
             raise base.Unsupported("device {!r} is not supported by the PyTorch adapter "
                                    "(cpu or cuda)".format(self.config["device"]))
-        layout = _memory_format(self.cuda)
+        layout = _memory_format(self.cuda, self.config)
         self.memory_format = getattr(torch, layout)
         info["settings"] = _settings(torch, layout)
         return info
@@ -275,20 +275,26 @@ def _apply_threads(torch, n):
 
 
 MEMORY_FORMATS = ("channels_last", "contiguous_format")
-DEFAULT_CPU_MEMORY_FORMAT = "channels_last"
+# channels_last from this image size up, on the CPU (docs/fairness.md, "PyTorch"): measured faster
+# for ResNet50 at 64, 128 and 224 px and VGG16 at 224 px; at 32 px ResNet50 was 1.35x slower in it.
+CHANNELS_LAST_MIN_SIZE = 64
 
 
-def _memory_format(cuda):
+def _memory_format(cuda, config):
     """The layout of image batches and convolution weights: BENCH_TORCH_MEMORY_FORMAT where set
-    (channels_last or contiguous_format), else channels_last on the CPU (docs/fairness.md:
-    oneDNN's native layout) and PyTorch's default on CUDA (not measured there)."""
+    (channels_last or contiguous_format); else channels_last for image models on the CPU from
+    CHANNELS_LAST_MIN_SIZE px (oneDNN's native layout), and PyTorch's default otherwise (on CUDA
+    not measured)."""
     value = os.environ.get("BENCH_TORCH_MEMORY_FORMAT")
     if value:
         if value not in MEMORY_FORMATS:
             raise ValueError("BENCH_TORCH_MEMORY_FORMAT={!r}: expected {}".format(
                 value, " or ".join(MEMORY_FORMATS)))
         return value
-    return "contiguous_format" if cuda else DEFAULT_CPU_MEMORY_FORMAT
+    image = config.get("model") not in models.RECURRENT
+    if cuda or not image or int(config.get("image_size") or 0) < CHANNELS_LAST_MIN_SIZE:
+        return "contiguous_format"
+    return "channels_last"
 
 
 def _settings(torch, layout):
@@ -299,7 +305,7 @@ def _settings(torch, layout):
         "mkldnn_enabled": bool(backends.mkldnn.enabled),  # and switched on (torch's default)
         "mkl_available": bool(backends.mkl.is_available()),
         "openmp_available": bool(backends.openmp.is_available()),
-        "memory_format": layout,  # of image batches and weights (recurrent models: contiguous)
+        "memory_format": layout,  # of image batches and weights
         "BENCH_TORCH_MEMORY_FORMAT": os.environ.get("BENCH_TORCH_MEMORY_FORMAT"),
         "execution": "eager",
     }
