@@ -97,7 +97,10 @@ def test_measured_gaps_apply_where_they_were_measured():
     row = {"framework": "paddle", "model": "resnet50", "image_size": 224, "device": "cpu", "ok_runs": 1}
     row.update(threads=2, cpus=None, task=None)
     assert [n.key for n in fairness.notes_for(row, fact)] == ["paddle-cpu-convolution"]
-    assert fairness.notes_for({**row, "image_size": 32}, fact) == []  # not measured there
+    assert fairness.notes_for({**row, "image_size": 112}, fact) == []  # not measured there
+    small = [n.key for n in fairness.notes_for({**row, "image_size": 32}, fact)]
+    assert small == ["paddle-cpu-convolution"]  # the quick matrix's size: measured there too
+    assert fairness.notes_for({**row, "image_size": 32, "model": "vgg16"}, fact) == []
     assert fairness.notes_for({**row, "model": "small_cnn"}, fact) == []
     assert fairness.notes_for({**row, "task": "inference"}, fact) == []
     assert fairness.notes_for({**row, "framework": "mxnet"}, fact) == []
@@ -116,7 +119,13 @@ def test_every_note_points_at_a_section_of_fairness_md():
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "fairness.md").read_text()
     headings = set(re.findall(r"^#+ (.+)$", doc, re.M))
-    source = Path(fairness.__file__).read_text()
-    cited = set(re.findall(r'\(\{DOC\}, "([^"]+)"\)', source))
-    assert cited >= {"Threads", "Paddle", "Singa", "JAX", "PyTorch"}, cited
+    row = {"framework": "singa", "model": "resnet50", "device": "cpu", "ok_runs": 1, "cpus": None}
+    fact = {"threads": {"openblas": 1}, "settings": {"memory_format": "contiguous_format"}, "cpu_count": 2}
+    texts = [gap.text for gap in fairness.GAPS]
+    for framework, threads in (("singa", 0), ("singa", 2), ("pytorch", 2)):
+        summary = {**row, "framework": framework, "threads": threads, "image_size": 224}
+        notes = fairness.notes_for(summary, fact)
+        texts += [n.text for n in notes]
+    cited = {m for text in texts for m in re.findall(r'\(docs/fairness\.md, "([^"]+)"\)', text)}
+    assert cited >= {"Threads", "Paddle", "Singa", "JAX", "PyTorch", "The quick matrix's spread"}, cited
     assert cited <= headings, cited - headings
