@@ -99,6 +99,10 @@ UNAVAILABLE = {
         "wheels for torch 2.13 need libtorch_cuda (docs/fairness.md)"
     ),
     "singa": "Apache Singa ships no model zoo (its examples define their models by hand)",
+    "jax": (
+        "Flax ships no model zoo (the flax package has layers; its ImageNet ResNet is example code "
+        "in its repository, not part of the package)"
+    ),
 }
 
 NOT_SHIPPED = {

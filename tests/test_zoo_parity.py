@@ -47,10 +47,10 @@ def test_every_pair_names_a_model_and_explains_a_count_difference():
         assert pair.zoo.split(".")[0] in ("keras", "mxnet", "paddle")
         if pair.extra_parameters:
             assert pair.differences, f"{framework} {model}: a count difference with no explanation"
-    assert set(zoo_models.UNAVAILABLE) == {"pytorch", "singa"}
+    assert set(zoo_models.UNAVAILABLE) == {"pytorch", "singa", "jax"}
 
 
-@pytest.mark.parametrize("framework", [pytest.param("pytorch", marks=pytest.mark.framework), "singa"])
+@pytest.mark.parametrize("framework", [pytest.param("pytorch", marks=pytest.mark.framework), "singa", "jax"])
 def test_frameworks_without_a_zoo_say_why(framework):
     done = parity("--framework", framework, "--model", "resnet50")
     assert done.returncode == 0, done.stderr
