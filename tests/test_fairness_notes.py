@@ -57,13 +57,14 @@ def test_default_threads_note_follows_the_recorded_threads(folder):
     text = bench(folder, "report", "--table", "comparison").output
     rows = [line for line in text.splitlines() if line.startswith("paddle")]
     assert len(rows) == 2, text
-    by_threads = {line.split()[1]: line for line in rows}
-    assert set(by_threads) == {"0", str(CORES)}, text
+    # columns: framework, dataset (images), threads ("default" where unset), the cells
+    by_threads = {line.split()[2]: line for line in rows}
+    assert set(by_threads) == {"default", str(CORES)}, text
     note = next(line for line in text.splitlines() if "its own default" in line)
     number = note.split("]")[0] + "]"
     assert note.startswith("[") and f"paddle ran 1 thread on {CORES} cores" in note
     assert "docs/fairness.md" in note
-    assert number in by_threads["0"] and number not in by_threads[str(CORES)]
+    assert number in by_threads["default"] and number not in by_threads[str(CORES)]
 
     records = json.loads(bench(folder, "report", "--table", "comparison", "--format", "json").output)
     notes = {r["threads"]: r["fairness_notes"] or "" for r in records["rows"]}
