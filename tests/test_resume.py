@@ -23,7 +23,7 @@ settings: {dataset_size: 32, batch_size: 8, epochs: 1, warmup_steps: 0}
 axes:
   framework: [fault]
   fault: [sleep]
-  seconds: [0.6]
+  seconds: [2.5]  # long enough that a loaded machine still sends Ctrl-C mid-run
   seed: [1, 2, 3, 4, 5, 6]
 """
 
