@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -52,6 +53,13 @@ def cli():
 def bench_command(*args: str) -> list[str]:
     """The bench CLI as a separate process (for real signals)."""
     return [sys.executable, "-c", "from orchestrator.cli import main; main()", *args]
+
+
+def default_sigint() -> None:
+    """preexec_fn for a bench process that a test interrupts with SIGINT: a shell starting the test
+    run in the background (`cmd &`) leaves SIGINT ignored, and children inherit that, so Python
+    would install no KeyboardInterrupt handler and the test's Ctrl-C would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ import psutil
 import pytest
 from ray.cluster_utils import Cluster
 
-from tests.conftest import bench_command
+from tests.conftest import bench_command, default_sigint
 from tests.test_outcomes import pid_alive
 from tests.test_resume import wait_for
 
@@ -205,7 +205,12 @@ axes:
 
 def start(workdir: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        bench_command(*args), cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        bench_command(*args),
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
     )
 
 

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests import dbs
-from tests.conftest import bench_command
+from tests.conftest import bench_command, default_sigint
 from tests.test_outcomes import pid_alive
 
 pytestmark = pytest.mark.slow
@@ -23,7 +23,7 @@ settings: {dataset_size: 32, batch_size: 8, epochs: 1, warmup_steps: 0}
 axes:
   framework: [fault]
   fault: [sleep]
-  seconds: [2.5]  # long enough that a loaded machine still sends Ctrl-C mid-run
+  seconds: [0.6]
   seed: [1, 2, 3, 4, 5, 6]
 """
 
@@ -63,7 +63,12 @@ def running_worker_pid(workdir: Path, recorded: int) -> int | None:
 
 def start(workdir: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        bench_command(*args), cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        bench_command(*args),
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
     )
 
 

@@ -27,12 +27,23 @@ def test_every_matrix_file_is_tested():
         "inference",
         "googlenet-alexnet",
         "imdb-gru",
+        "gaps",
     }
 
 
 @pytest.mark.parametrize(
     "name",
-    ["quick", "full", "batch-sweep", "optimizers", "threads", "inference", "googlenet-alexnet", "imdb-gru"],
+    [
+        "quick",
+        "full",
+        "batch-sweep",
+        "optimizers",
+        "threads",
+        "inference",
+        "googlenet-alexnet",
+        "imdb-gru",
+        "gaps",
+    ],
 )
 def test_matrix_loads_with_every_framework(name):
     m = load_matrix(MATRICES / f"{name}.yaml")
@@ -75,3 +86,11 @@ def test_cifar_cnn_needs_and_uses_the_cifar_folder(tmp_path):
     configs = load_matrix(tmp_path / "matrices" / "cifar-cnn.yaml").configs
     assert {(c.epochs, c.batch_size, c.lr, c.momentum) for c in configs} == {(10, 64, 0.01, 0.9)}
     assert {c.data_dir for c in configs} == {str(folder)}
+
+
+def test_the_gaps_matrix_is_the_one_docs_fairness_md_measured():
+    configs = load_matrix(MATRICES / "gaps.yaml").configs
+    assert len(configs) == 12 and {c.model for c in configs} == {"resnet50", "vgg16"}
+    assert {(c.image_size, c.batch_size, c.threads, c.train_size // c.batch_size) for c in configs} == {
+        (224, 32, 2, 3)
+    }

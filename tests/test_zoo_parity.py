@@ -126,3 +126,17 @@ def test_paddle_port_runs_the_zoo_models_operators(model):
     bench, zoo = out["bench_ops"], out["zoo_ops"]
     assert bench.pop("add_") == 1 and "add_" not in zoo
     assert bench == zoo and sum(zoo.values()) > 100
+
+
+def test_multiply_adds_and_the_v1_layout():
+    """The work figures docs/fairness.md quotes, computed from the architectures."""
+    arch = models.build_arch("resnet50", 1000, 224)
+    shape = tuple(arch["input"])
+    v15 = zoo_models.multiply_adds(arch["layers"], shape)
+    v1_layers = zoo_models.as_resnet_v1(arch["layers"])
+    v1 = zoo_models.multiply_adds(v1_layers, shape)
+    assert (v15, v1) == (4_089_184_256, 3_857_973_248) and round(v15 / v1, 3) == 1.060
+    assert models.infer({**arch, "layers": v1_layers})["parameters"] == models.infer(arch)["parameters"]
+    assert arch["layers"] != v1_layers  # a copy: bench's own architecture is left as it is
+    vgg = models.build_arch("vgg16", 1000, 224)
+    assert round(zoo_models.multiply_adds(vgg["layers"], tuple(vgg["input"])) / 1e9, 2) == 15.47

@@ -476,8 +476,8 @@ def _block_classes(mx):
         def hybrid_forward(self, F, x):
             out = self.body(x)
             out = out + (x if self.shortcut is None else self.shortcut(x))
-            # Activation, not F.relu (the same function): as Gluon's own ResNets do, and faster in
-            # MXNet 1.9's MKLDNN build, forward and backward (docs/fairness.md, "MXNet").
+            # Activation, not F.relu (the same function): as Gluon's own ResNets do, and a little
+            # faster in MXNet 1.9's MKLDNN build (benchmarks/mxnet_relu_activation.py).
             return F.Activation(out, act_type="relu") if self.post else out
 
     class AdaptiveAvgPool(nn.HybridBlock):
