@@ -10,6 +10,7 @@ import click
 from orchestrator.config import RunConfig
 from orchestrator.db import DEFAULT_URL, normalise_url
 from orchestrator.errors import BenchError
+from orchestrator.terminal import safe_line
 
 
 class BenchGroup(click.Group):
@@ -17,7 +18,7 @@ class BenchGroup(click.Group):
         try:
             return super().invoke(ctx)
         except BenchError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {safe_line(exc)}", err=True)
             ctx.exit(1)
 
 
