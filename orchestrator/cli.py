@@ -25,6 +25,7 @@ from orchestrator.outcomes import OUTCOMES
 from orchestrator.progress import Progress
 from orchestrator.sweep import SweepResult, finished_hashes, latest_sweep, run_configs, walls_of
 from orchestrator.tables import FORMATS
+from orchestrator.terminal import SafeFormatter, echo
 
 EXIT_INTERRUPTED = 130
 
@@ -38,7 +39,9 @@ def cli() -> None:
     Example:
       bench run --matrix matrices/quick.yaml && bench report
     """
-    logging.basicConfig(level=logging.WARNING, format="bench: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(SafeFormatter("bench: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
 def _parse_outcomes(text: str | None) -> set[str]:
@@ -54,8 +57,8 @@ def _parse_outcomes(text: str | None) -> set[str]:
 def _dry_run(configs: list[RunConfig], done: set[str]) -> None:
     for i, config in enumerate(configs, start=1):
         mark = "  (finished, skipped by --resume)" if config.config_hash in done else ""
-        click.echo(f"{i:4d}  {config.config_hash}  {config.label()}{mark}")
-    click.echo(
+        echo(f"{i:4d}  {config.config_hash}  {config.label()}{mark}")
+    echo(
         f"{len(configs)} configurations, {len(configs) - len(done & {c.config_hash for c in configs})} to run"
     )
 
@@ -65,16 +68,16 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
     for outcome in result.outcomes.values():
         counts[outcome] = counts.get(outcome, 0) + 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing run"
-    click.echo(
+    echo(
         f"sweep {result.sweep_id}: {summary}"
         + (f"; {result.skipped} already finished" if result.skipped else "")
     )
     if result.interrupted:
-        click.echo(f"interrupted: finish it with `{resume_hint}`", err=True)
+        echo(f"interrupted: finish it with `{resume_hint}`", err=True)
         sys.exit(EXIT_INTERRUPTED)
     failed = sorted(k for k in counts if k in fail_on)
     if failed:
-        click.echo(f"error: runs ended {', '.join(failed)} (--fail-on)", err=True)
+        echo(f"error: runs ended {', '.join(failed)} (--fail-on)", err=True)
         sys.exit(1)
 
 
@@ -150,10 +153,10 @@ def run(
         return
     todo = [c for c in configs if c.config_hash not in done]
     if resume and sweep is None:
-        click.echo(f"no earlier sweep named {m.name!r}: starting a new one", err=True)
+        echo(f"no earlier sweep named {m.name!r}: starting a new one", err=True)
     if sweep is not None:
         if sweep["matrix_hash"] != m.file_hash:
-            click.echo(
+            echo(
                 f"note: {matrix_path} changed since sweep {sweep['id']}; "
                 "configurations are matched by their settings",
                 err=True,
@@ -294,16 +297,17 @@ def report(
     db = Database(db_url, create=False)
     if kernels:
         other = crashes or resources or bool(group_by or compare or html_dir) or table != "results"
-        click.echo(kernel_reports.from_cli(db, sweeps, where, fmt, other))
+        echo(kernel_reports.from_cli(db, sweeps, where, fmt, other), markdown=fmt == "markdown")
         return
     if html_dir is not None or timeline_config is not None:
         other = crashes or resources or bool(group_by or compare) or table != "results" or fmt != "table"
         from orchestrator import html_report  # matplotlib: imported only when a page is wanted
 
-        click.echo(html_report.from_cli(db, html_dir, timeline_config, sweeps, where, other))
+        echo(html_report.from_cli(db, html_dir, timeline_config, sweeps, where, other))
         return
-    click.echo(
-        report_cli.report(db, table, sweeps, where, fmt, crashes, resources, group_by, compare or None)
+    echo(
+        report_cli.report(db, table, sweeps, where, fmt, crashes, resources, group_by, compare or None),
+        markdown=fmt == "markdown",
     )
 
 
@@ -334,9 +338,9 @@ def inspect(run_id: int, fmt: str, plot_path: str | None, db_url: str) -> None:
         from orchestrator import report_figures_runs  # matplotlib, as above
 
         report_figures_runs.plot_run(db, run_id, Path(plot_path))
-        click.echo(f"timeline of run {run_id}: {plot_path}", err=True)
+        echo(f"timeline of run {run_id}: {plot_path}", err=True)
     data = reports.load_run(db, run_id)
-    click.echo(json.dumps(data, indent=2, default=str) if fmt == "json" else reports.inspect_text(data))
+    echo(json.dumps(data, indent=2, default=str) if fmt == "json" else reports.inspect_text(data))
 
 
 @cli.command()
@@ -362,7 +366,7 @@ def timeline(run_id: int, fmt: str, phase: str | None, db_url: str) -> None:
       bench timeline 12 --format json --phase epoch
     """
     db = Database(db_url, create=False)
-    click.echo(timelines.timeline(db, run_id, fmt, phase))
+    echo(timelines.timeline(db, run_id, fmt, phase))
 
 
 @cli.command()
@@ -390,7 +394,7 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
     )
     new_id = next(iter(result.outcomes), None)
     if new_id is not None:
-        click.echo(
+        echo(
             f"run {run_id} was {old['outcome']}; this time {result.outcomes[new_id]}: bench inspect {new_id}"
         )
     _finish(result, set(), f"bench rerun {run_id}")

@@ -13,6 +13,7 @@ from orchestrator import envs
 from orchestrator.cli_options import env_dir_option
 from orchestrator.config import FRAMEWORKS
 from orchestrator.errors import ConfigError
+from orchestrator.terminal import echo, safe_line
 from workers.models import check_image_size
 
 
@@ -57,12 +58,12 @@ def models_command(
         classes,
         image_size,
         env_dir,
-        echo=None if fmt == "json" else lambda t: click.echo(t, err=True),
+        echo=None if fmt == "json" else lambda t: echo(t, err=True),
     )
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return
-    click.echo(_models_table(rows, names, wanted, classes))
+    echo(_models_table(rows, names, wanted, classes))
 
 
 def _known(given: tuple[str, ...], known: list[str], option: str) -> list[str]:
@@ -104,7 +105,7 @@ def _models_table(
     columns += [Column(f, f, _cell(f)) for f in frameworks]
     columns.append(Column("identical", "identical", lambda r: r["identical"]))
     notes = [
-        f"  {r['framework']}/{r['model']}: {r['outcome']}: {r['reason']}"
+        safe_line(f"  {r['framework']}/{r['model']}: {r['outcome']}: {r['reason']}")
         for r in rows
         if r["outcome"] != "ok"
     ]
@@ -153,21 +154,21 @@ def env_setup(frameworks: tuple[str, ...], python: str | None, variant: str, env
         if name not in FRAMEWORKS:
             raise ConfigError(f"bench env setup: unknown framework {name!r} (known: {', '.join(FRAMEWORKS)})")
         if name == "fault":
-            click.echo("fault: runs on the orchestrator's own interpreter; nothing to set up")
+            echo("fault: runs on the orchestrator's own interpreter; nothing to set up")
             continue
         external = envs.registered(env_dir).get(name)
         if external and not os.environ.get(f"BENCH_PYTHON_{name.upper()}"):
-            click.echo(
-                f"{name}: uses {external['python']} (registered with bench env use); "
+            echo(
+                f"{name}: uses {safe_line(external['python'])} (registered with bench env use); "
                 f"`bench env forget {name}` to have bench make its own"
             )
             continue
         base, why = envs.base_python(name, python)
         if base is None and not frameworks:
             # Setting everything up goes on without it: its runs will be `unavailable`, saying this.
-            click.echo(f"{name}: skipped: {why}", err=True)
+            echo(f"{name}: skipped: {why}", err=True)
             continue
-        envs.setup(name, env_dir, echo=click.echo, python=python, variant=variant)
+        envs.setup(name, env_dir, echo=echo, python=python, variant=variant)
 
 
 @env.command("use")
@@ -190,7 +191,8 @@ def env_use(framework: str, python: str, env_dir: str | None) -> None:
 
     entry = external_env.check(framework, python)
     envs.register(framework, entry, env_dir)
-    click.echo(f"{framework}: uses {entry['python']} ({external_env.describe(entry)})")
+    # What the interpreter said of itself is its text, not bench's.
+    echo(safe_line(f"{framework}: uses {entry['python']} ({external_env.describe(entry)})"))
 
 
 @env.command("forget")
@@ -206,7 +208,7 @@ def env_forget(framework: str, env_dir: str | None) -> None:
     entry = envs.forget(framework, env_dir)
     if entry is None:
         raise ConfigError(f"bench env forget: no interpreter is registered for {framework!r}")
-    click.echo(f"{framework}: no longer uses {entry['python']}")
+    echo(safe_line(f"{framework}: no longer uses {entry['python']}"))
 
 
 @env.command("list")
@@ -221,7 +223,7 @@ def env_list(fmt: str, env_dir: str | None) -> None:
     """
     rows = [envs.status(name, env_dir).__dict__ for name in FRAMEWORKS]
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return
     for r in rows:
         detail = (
@@ -235,4 +237,4 @@ def env_list(fmt: str, env_dir: str | None) -> None:
             detail += ", external (bench env use)"
             if r["up_to_date"] is False:
                 detail += f" (out of date: its requirements changed; run bench env setup {r['framework']})"
-        click.echo(f"{r['framework']:10s} {r['status']:12s} {detail}")
+        echo(safe_line(f"{r['framework']:10s} {r['status']:12s} {detail}"))

@@ -24,6 +24,7 @@ from orchestrator.matrix import LIST_FIELDS, parse_only
 from orchestrator.progress import Progress
 from orchestrator.sweep import run_configs
 from orchestrator.tables import number
+from orchestrator.terminal import echo, safe_line
 from workers.models import check_image_size
 
 
@@ -101,7 +102,8 @@ def _summary(db: Database, run_id: int) -> str:
 
     data = report.load_run(db, run_id)
     run = data["run"]
-    lines = [f"run {run_id}: {run['outcome']}" + (f": {report.why(run)}" if run["outcome"] != "ok" else "")]
+    why = f": {safe_line(report.why(run))}" if run["outcome"] != "ok" else ""
+    lines = [f"run {run_id}: {run['outcome']}{why}"]
     for e in data["epochs"]:
         repeat = f" (repeat {e['repeat']})" if run["repeats"] > 1 else ""
         rate = f"{number(e['seconds'])} s, {number(e['images_per_second'], 4)} images/s, "
@@ -153,6 +155,6 @@ def train(runs_dir: str | None, db_url: str, env_dir: str | None, **values: str 
         db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress, data_files=data_files
     )
     for run_id in result.outcomes:
-        click.echo(_summary(db, run_id))
+        echo(_summary(db, run_id))
     if result.interrupted:
         raise SystemExit(130)

@@ -39,6 +39,7 @@ FAULTS = (
     "unsupported",
     "unavailable",
     "hold",
+    "hostile",
 )
 
 

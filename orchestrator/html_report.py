@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import html
 from collections import Counter
 from collections.abc import Sequence
-from html import escape
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -26,6 +26,14 @@ from orchestrator.report_figures import Row, Section
 from orchestrator.report_figures_runs import Matcher
 from orchestrator.report_select import Selection, latest_ids, selection
 from orchestrator.tables import Column
+from orchestrator.terminal import safe
+
+
+def escape(text: object) -> str:
+    """HTML-escaped, and controls and bidi overrides shown as escapes, as in the terminal: a page
+    must not reorder or hide what a run said either."""
+    return html.escape(safe(text))
+
 
 STDERR_LINES = 40
 MAX_ROWS = 500  # rows of a table on the page; the rest are a command away
@@ -87,7 +95,7 @@ def comparison_table(db: Database, sel: Selection, runs: Sequence[Row]) -> str:
 def _pre(label: str, text: str | None, last: int | None = None) -> str:
     if not text:
         return ""
-    lines = text.rstrip().splitlines()
+    lines = safe(text).rstrip().split("\n")  # escaped first: no other separator splits it
     if last is not None:
         lines = lines[-last:]
     return f"<details><summary>{escape(label)}</summary><pre>{escape(chr(10).join(lines))}</pre></details>"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from orchestrator.config import RunConfig
+from orchestrator.terminal import safe, safe_line
 
 
 def _clock(seconds: float) -> str:
@@ -99,7 +100,8 @@ class Progress:
             f"ETA {self._eta()} | {self._what()}"
         )
         width = shutil.get_terminal_size((100, 20)).columns
-        self.stream.write("\r\x1b[2K" + text[: width - 1])
+        # Our own sequence clears the line; the text (a phase name, a label) may send none.
+        self.stream.write("\r\x1b[2K" + safe_line(text)[: width - 1])
         self.stream.flush()
 
     def _what(self) -> str:
@@ -137,7 +139,8 @@ class Progress:
         self._line(text)
 
     def _line(self, text: str) -> None:
-        self.stream.write(text + "\n")
+        # An end line quotes the outcome's reason: a worker's exception, a line of its stderr.
+        self.stream.write(safe_line(text) + "\n")
         self.stream.flush()
 
     def _echo_logs(self) -> None:
@@ -155,5 +158,5 @@ class Progress:
             if data:
                 if self.live:
                     self.stream.write("\r\x1b[2K")
-                self.stream.write(data.decode("utf-8", "replace"))
+                self.stream.write(safe(data.decode("utf-8", "replace")))
                 self.stream.flush()

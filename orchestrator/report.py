@@ -15,6 +15,7 @@ from orchestrator.errors import BenchError
 from orchestrator.report_select import where_conditions
 from orchestrator.report_timeline import find_run
 from orchestrator.tables import Column, number, render
+from orchestrator.terminal import safe, safe_line
 
 
 def pick_sweep(db: Database, sweep_id: int | None) -> dict[str, Any]:
@@ -30,7 +31,8 @@ def pick_sweep(db: Database, sweep_id: int | None) -> dict[str, Any]:
 
 
 def sweep_heading(sweep: dict[str, Any]) -> str:
-    return (
+    # One line, whatever the sweep's name holds: a newline in it must not fake a line of the report.
+    return safe_line(
         f"sweep {sweep['id']} '{sweep['name']}' ({sweep['status']}, started {sweep['started_at']}) "
         f"on {sweep['machine']}"
     )
@@ -245,13 +247,27 @@ def load_run(db: Database, run_id: int) -> dict[str, Any]:
     }
 
 
+def _field(key: str, value: Any) -> str:
+    # A value is one line, so no field can fake another ("\n  outcome: ok").
+    return f"  {key}: {safe_line(value)}"
+
+
+def _block(text: str, last: int | None = None) -> list[str]:
+    """Multi-line evidence (a traceback, stderr), indented: its newlines kept, everything else
+    escaped before it is split, so no other line or paragraph separator can hide a line."""
+    lines = safe(text).rstrip().split("\n")
+    return ["  " + t for t in (lines[-last:] if last else lines)]
+
+
 def inspect_text(data: dict[str, Any]) -> str:
+    """`bench inspect`: every value read back from the database is outside text, made safe here."""
     run, env, epochs = data["run"], data["environment"], data["epochs"]
     config = json.loads(run["config_json"])
-    lines = [f"run {run['id']} of sweep {run['sweep_id']} ('{data['sweep']['name']}'): {run['outcome']}"]
+    name = safe_line(data["sweep"]["name"])
+    lines = [f"run {run['id']} of sweep {run['sweep_id']} ('{name}'): {safe_line(run['outcome'])}"]
     lines += ["", "configuration:"]
-    lines += [f"  {k}: {v}" for k, v in config.items() if v is not None]
-    lines += ["", "outcome:", f"  outcome: {run['outcome']}"]
+    lines += [_field(k, v) for k, v in config.items() if v is not None]
+    lines += ["", "outcome:", _field("outcome", run["outcome"])]
     for key in (
         "reason",
         "exit_code",
@@ -267,10 +283,10 @@ def inspect_text(data: dict[str, Any]) -> str:
         "packed",
     ):
         if run.get(key) is not None:
-            lines.append(f"  {key}: {run[key]}")
-    lines.append(f"  last reached: {_where(run)}")
+            lines.append(_field(key, run[key]))
+    lines.append(_field("last reached", _where(run)))
     if run.get("last_event"):
-        lines.append(f"  last event: {run['last_event']}")
+        lines.append(_field("last event", run["last_event"]))
     if epochs:
         lines += ["", "epochs:"]
         for e in epochs:
@@ -280,15 +296,15 @@ def inspect_text(data: dict[str, Any]) -> str:
                 f"val acc {number(e['val_accuracy'])}"
                 + (f", GPU {number(e['gpu_joules'])} J" if e.get("gpu_joules") is not None else "")
             )
-    lines += timelines.resource_lines(run, data["phases"], data["last_samples"])
-    lines += kernel_reports.inspect_lines(run, data.get("kernels", []))
+    # Each of these is one line quoting the database (a phase, a sampler status, a kernel's name).
+    lines += map(safe_line, timelines.resource_lines(run, data["phases"], data["last_samples"]))
+    lines += map(safe_line, kernel_reports.inspect_lines(run, data.get("kernels", [])))
     if run.get("traceback"):
-        lines += ["", "traceback:"] + ["  " + t for t in run["traceback"].rstrip().splitlines()]
+        lines += ["", "traceback:", *_block(run["traceback"])]
     if run.get("stderr_tail"):
-        tail = run["stderr_tail"].rstrip().splitlines()[-30:]
-        lines += ["", "stderr (last lines):"] + ["  " + t for t in tail]
+        lines += ["", "stderr (last lines):", *_block(run["stderr_tail"], last=30)]
     lines += ["", "environment:"]
-    lines += [f"  {k}: {v}" for k, v in env.items() if k != "run_id" and v not in (None, "null", "{}")]
-    lines += ["", f"logs: {run['run_dir']} (spec.json, events.jsonl, stdout.log, stderr.log)"]
-    lines += ["reproduce:", f"  {run['reproduce']}", f"  {run['worker_command']}"]
+    lines += [_field(k, v) for k, v in env.items() if k != "run_id" and v not in (None, "null", "{}")]
+    lines += ["", f"logs: {safe_line(run['run_dir'])} (spec.json, events.jsonl, stdout.log, stderr.log)"]
+    lines += ["reproduce:", f"  {safe_line(run['reproduce'])}", f"  {safe_line(run['worker_command'])}"]
     return "\n".join(lines)

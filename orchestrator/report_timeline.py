@@ -12,6 +12,7 @@ from orchestrator.config import DEFAULT_SAMPLE_INTERVAL
 from orchestrator.db import Database
 from orchestrator.errors import RunNotFound
 from orchestrator.tables import Column, mib_column, number, render
+from orchestrator.terminal import safe_line
 from profiler import energy
 
 MIB = 1 << 20
@@ -192,5 +193,5 @@ def timeline(db: Database, run_id: int, fmt: str, phase: str | None) -> str:
         return render(rows, SAMPLE_COLUMNS, "table")
     if phase is not None and run.get("samples_count"):
         seen = sorted({r["phase"] or "start" for r in samples(db, run_id)})
-        return f"run {run_id} has no samples in phase {phase} (its phases: {', '.join(seen)})"
+        return safe_line(f"run {run_id} has no samples in phase {phase} (its phases: {', '.join(seen)})")
     return f"run {run_id} has no samples: {no_samples_reason(run)}"

@@ -1,4 +1,8 @@
-"""Render rows as a terminal table, markdown, CSV or JSON."""
+"""Render rows as a terminal table, markdown, CSV or JSON.
+
+Every cell and header may hold outside text (a worker's exception, a phase name, a sweep's name):
+`render` makes each one safe for its format (orchestrator/terminal.py), so no report has to.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ import io
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from orchestrator.terminal import markdown_cell, safe_line
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -45,27 +51,68 @@ def render(
     document: dict[str, Any] | None = None,
 ) -> str:
     if fmt == "json":
+        # ensure_ascii (the default): every control and non-ASCII character is a \u escape.
         return json.dumps(document if document is not None else list(rows), indent=2, default=str)
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow([c.header for c in columns])
+        writer.writerow([csv_cell(c.header) for c in columns])
         for row in rows:
-            writer.writerow(["" if row.get(c.key) is None else row.get(c.key) for c in columns])
+            writer.writerow([csv_cell(row.get(c.key)) for c in columns])
         return out.getvalue().rstrip("\n")
     # Column by column, then one format string per line: a 100,000-row report renders in a second.
-    texts = [list(map(c.fmt, rows)) for c in columns]
-    headers = [c.header for c in columns]
+    cell = markdown_cell if fmt == "markdown" else safe_line
+    texts = [_cells(list(map(c.fmt, rows)), cell) for c in columns]
+    headers = [cell(c.header) for c in columns]
     if fmt == "markdown":
         lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-        escaped = [[t.replace("|", "\\|") for t in column] for column in texts]
-        lines += ["| " + " | ".join(r) + " |" for r in zip(*escaped, strict=True)]
+        lines += ["| " + " | ".join(r) + " |" for r in zip(*texts, strict=True)]
         return "\n".join(lines)
     widths = [max(len(h), max(map(len, column), default=0)) for h, column in zip(headers, texts, strict=True)]
     line = "  ".join(f"{{:<{w}}}" for w in widths).format
     lines = [line(*headers).rstrip(), "  ".join("-" * w for w in widths)]
     lines += [line(*r).rstrip() for r in zip(*texts, strict=True)]
     return "\n".join(lines)
+
+
+def _cells(texts: list[str], cell: Callable[[str], str]) -> list[str]:
+    # Escaping is per character, so a column whose joined text needs none has no cell that does:
+    # one pass in C for the common case instead of a call per cell.
+    if cell is safe_line:
+        joined = "".join(texts)
+        if safe_line(joined) == joined:
+            return texts
+    return list(map(cell, texts))
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+_FORMULA = ("=", "+", "-", "@")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell: numbers as they are; text on one line, terminal-safe, and never a formula.
+
+    CSV is for machines, but is printed to terminals and opened in spreadsheets: control characters
+    are shown as escapes (so every record is one line), and text a spreadsheet would evaluate
+    gets a leading apostrophe, which spreadsheets read as "this is text". bench's own values never
+    start so; only outside text (an exception message, a phase name) can.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, int | float):
+        return value
+    text = safe_line(value)
+    if text.startswith(_FORMULA) and not _is_number(text):
+        return "'" + text
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def mib_column(header: str, key: str) -> Column:

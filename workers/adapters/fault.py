@@ -105,6 +105,34 @@ def _hang(config, events):
         time.sleep(3600)
 
 
+# What `hostile` puts in every field it can reach: sequences a terminal obeys (OSC 0 sets the
+# window title, OSC 8 writes a hyperlink, CSI 2J clears the screen, BEL), their 8-bit C1 forms,
+# and the Unicode that reorders or hides text (a bidi override, a zero-width space, U+2028).
+HOSTILE = (
+    "\x1b]0;pwned\x07"
+    "\x1b]8;;https://example.invalid/\x1b\\click\x1b]8;;\x1b\\"
+    "\x1b[2J\x07"
+    "\x9b2J\x9d0;pwned\x9c"
+    "\u202egnp.exe\u200b\u2028<img src=x>|end"
+)
+
+
+def _hostile(config, events):
+    """Outside text as a broken framework might leave it: in a phase name, stdout, stderr (a line
+    that reads as running out of memory) and the exception's type and message; then exit with
+    ``exit_code`` (no result: the orchestrator quotes stderr), or raise."""
+    if events is not None:
+        events.set_phase("hostile " + HOSTILE)
+    sys.stdout.write("stdout " + HOSTILE + "\n")
+    sys.stdout.flush()
+    sys.stderr.write("stderr " + HOSTILE + "\nfault worker: out of memory " + HOSTILE + "\n")
+    sys.stderr.flush()
+    if config.get("exit_code") is not None:
+        os._exit(config["exit_code"])
+    error = type("Hostile" + HOSTILE + "Error", (MemoryError,), {})
+    raise error("raised " + HOSTILE + "\n  outcome: ok")
+
+
 class _Tracer(base.Tracer):
     """Made-up records in a fixed proportion of the traced time, so the tracing path (result,
     database, reports) can be tested without a framework; the backend's name says so."""
@@ -169,10 +197,14 @@ class Adapter(base.Adapter):
         elif fault == "hold":
             _hold(config, self.events)
             self.fault = "ok"
+        elif fault == "hostile":
+            _hostile(config, self.events)
 
     def setup(self):
         if self.after is None:
             self._strike()
+        if self.fault == "hostile":  # what a framework says of itself is outside text too
+            return {"framework_version": "fault " + HOSTILE, "threads": {}, "device_name": HOSTILE}
         return {"framework_version": "fault", "threads": {}, "device_name": "none"}
 
     def build_model(self):
