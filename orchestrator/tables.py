@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,8 +58,7 @@ def render(
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow([csv_cell(c.header) for c in columns])
-        for row in rows:
-            writer.writerow([csv_cell(row.get(c.key)) for c in columns])
+        writer.writerows(zip(*(_csv_column([row.get(c.key) for row in rows]) for c in columns), strict=True))
         return out.getvalue().rstrip("\n")
     # Column by column, then one format string per line: a 100,000-row report renders in a second.
     cell = markdown_cell if fmt == "markdown" else safe_line
@@ -78,11 +78,20 @@ def render(
 def _cells(texts: list[str], cell: Callable[[str], str]) -> list[str]:
     # Escaping is per character, so a column whose joined text needs none has no cell that does:
     # one pass in C for the common case instead of a call per cell.
-    if cell is safe_line:
-        joined = "".join(texts)
-        if safe_line(joined) == joined:
-            return texts
+    joined = "".join(texts)
+    if safe_line(joined) is joined and (cell is safe_line or not _MARKDOWN_SYNTAX.search(joined)):
+        return texts
     return list(map(cell, texts))
+
+
+_MARKDOWN_SYNTAX = re.compile(r"[&<>\\|\[\]]")
+
+
+def _csv_column(values: list[Any]) -> list[Any]:
+    text = "".join(v for v in values if isinstance(v, str))
+    if safe_line(text) is text and not any(isinstance(v, str) and v.startswith(_FORMULA) for v in values):
+        return ["" if v is None else v for v in values]
+    return list(map(csv_cell, values))
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).

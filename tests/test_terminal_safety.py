@@ -15,7 +15,6 @@ import json
 import logging
 import re
 import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
@@ -100,6 +99,14 @@ def test_printable_text_of_any_script_is_kept_as_it_is():
     assert safe(42) == "42" and safe(None) == "None"
 
 
+def test_the_blocks_let_through_unlooked_hold_no_unsafe_character():
+    """safe() skips these blocks without a look: every character in them must be printable."""
+    skipped = re.compile(f"[{terminal.SHOWN_AS_IS}]")
+    inside = [chr(c) for c in range(0x10000) if skipped.fullmatch(chr(c))]
+    assert len(inside) > 1000 and "—" in inside and "µ" in inside
+    assert not unsafe_chars("".join(inside))
+
+
 def test_markdown_cell_escapes_html_links_pipes_and_line_breaks():
     cell = markdown_cell('<img src=x onerror="a()"> [click](https://example.invalid) a|b \\ & c\nd')
     assert "<" not in cell and ">" not in cell and "\n" not in cell
@@ -117,7 +124,7 @@ def test_markdown_text_runs_over_a_finished_document_without_double_escaping():
 
 
 def test_csv_cells_are_one_line_and_never_a_formula():
-    assert csv_cell("=HYPERLINK(\"http://x\")") == "'=HYPERLINK(\"http://x\")"
+    assert csv_cell('=HYPERLINK("http://x")') == '\'=HYPERLINK("http://x")'
     for text in ("+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)"):
         assert csv_cell(text) == "'" + text
     assert csv_cell("-1.5") == "-1.5" and csv_cell(-1.5) == -1.5 and csv_cell(3) == 3
@@ -234,7 +241,7 @@ include:
 """
 
 
-def bench(cwd: Path, *args: str, check: bool = True, echoes: bool = False) -> subprocess.CompletedProcess[str]:
+def bench(cwd: Path, *args: str, check: bool = True, echoes: bool = False) -> subprocess.CompletedProcess:
     """Run bench; its output is clean, and (unless it `echoes` the worker's) holds no traceback."""
     proc = subprocess.run(
         bench_command(*args), cwd=cwd, capture_output=True, text=True, errors="surrogateescape", timeout=120
@@ -287,7 +294,9 @@ def test_bench_report_shows_the_evidence_escaped(hostile, args):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args", [(), ("--crashes",), ("--resources",), ("--table", "comparison")], ids=" ".join)
+@pytest.mark.parametrize(
+    "args", [(), ("--crashes",), ("--resources",), ("--table", "comparison")], ids=" ".join
+)
 def test_markdown_reports_have_no_raw_html(hostile, args):
     folder, _ = hostile
     out = bench(folder, "report", "--format", "markdown", *args).stdout
