@@ -16,7 +16,10 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
+
+from orchestrator.terminal import safe
 
 MIB = 1 << 20
 DPI = 150
@@ -106,7 +109,19 @@ class Timeline:
     watchdog_peak: int | None = None  # bytes: the run's RSS peak, which counts the watchdog's reads
 
 
+def plain(text: str) -> str:
+    """Text from outside (a phase, a reason, a sweep's name) as a figure shows it: controls as
+    escapes (terminal.safe), and every '$' literal, as matplotlib reads the text between two '$'
+    as a formula, and one it cannot parse fails the whole figure."""
+    return safe(text).replace("$", r"\$")
+
+
 def png(fig: Figure) -> bytes:
+    # Every text the figure holds before it is drawn (titles, labels, legends, notes) is outside
+    # text or bench's own, which has no '$'; tick labels are made at drawing time, by formatters
+    # (bench's) or from the labels given (crash_map passes them through plain()).
+    for text in fig.findobj(Text):
+        text.set_text(plain(text.get_text()))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     return buf.getvalue()
@@ -346,8 +361,10 @@ def crash_map(
     ax.set_xlim(-0.5, len(columns) - 0.5)
     ax.set_ylim(len(frameworks) - 0.5, -0.5)
     labels = [c.replace("\n", ", ") for c in columns] if sideways else list(columns)
-    ax.set_xticks(range(len(columns)), labels, rotation=90 if sideways else 0, fontsize=small)
-    ax.set_yticks(range(len(frameworks)), frameworks, fontsize=9)
+    ax.set_xticks(
+        range(len(columns)), list(map(plain, labels)), rotation=90 if sideways else 0, fontsize=small
+    )
+    ax.set_yticks(range(len(frameworks)), list(map(plain, frameworks)), fontsize=9)
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)

@@ -346,6 +346,14 @@ def test_the_html_page_escapes_the_new_cases_too(hostile):
 
 
 @pytest.mark.slow
+def test_a_figure_draws_outside_text_as_text(hostile):
+    """A phase or reason holding '$...$' is not a formula to matplotlib (a bad one failed it)."""
+    folder, _ = hostile
+    bench(folder, "inspect", "1", "--plot", "run1.png")
+    assert (folder / "run1.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.slow
 def test_a_hostile_matrix_name_is_a_result_or_the_one_line_error(tmp_path):
     name = r"evil\e]0;title\a\e[2J\u202e\x9b<b>|x</b>"
     (tmp_path / "m.yaml").write_text(f'name: "{name}"\ninclude:\n  - {{framework: fault}}\n')

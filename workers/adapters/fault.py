@@ -107,13 +107,14 @@ def _hang(config, events):
 
 # What `hostile` puts in every field it can reach: sequences a terminal obeys (OSC 0 sets the
 # window title, OSC 8 writes a hyperlink, CSI 2J clears the screen, BEL), their 8-bit C1 forms,
-# and the Unicode that reorders or hides text (a bidi override, a zero-width space, U+2028).
+# the Unicode that reorders or hides text (a bidi override, a zero-width space, U+2028), markup
+# (HTML, a markdown pipe) and a formula matplotlib cannot parse ($\oops$).
 HOSTILE = (
     "\x1b]0;pwned\x07"
     "\x1b]8;;https://example.invalid/\x1b\\click\x1b]8;;\x1b\\"
     "\x1b[2J\x07"
     "\x9b2J\x9d0;pwned\x9c"
-    "\u202egnp.exe\u200b\u2028<img src=x>|end"
+    "\u202egnp.exe\u200b\u2028<img src=x>|$\\oops$end"
 )
 
 
