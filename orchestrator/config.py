@@ -39,6 +39,8 @@ FAULTS = (
     "unsupported",
     "unavailable",
     "hold",
+    "orphans",
+    "flood",
 )
 
 
