@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import re
+import signal
 import stat
 import time
 from collections.abc import Iterator
@@ -173,19 +174,21 @@ class Ledger:
 
 
 def _end_processes(data: dict[str, Any], path: Path) -> int:
-    """End what the run left running: its group if still its own, and everything marked."""
+    """End what the run left running: its group if still its own, and everything marked; returns
+    how many marked processes there were."""
     token = data["token"]
-    killed = 0
+    before = set(orphans.marked(token))
     worker = _worker_line(path)
     if worker is not None:
         pgid, started = worker
-        if orphans.start_time(pgid) == started or orphans.kill_group_if_ours(pgid, token):
+        if orphans.start_time(pgid) != started:  # the leader is gone: is the group still the run's?
+            orphans.kill_group_if_ours(pgid, token)
+        else:
             try:
-                os.killpg(pgid, 9)
-                killed += 1
+                os.killpg(pgid, signal.SIGKILL)
             except OSError:
                 pass
-    return killed + orphans.kill_marked(token)
+    return len(before | orphans.kill_marked(token))
 
 
 def _worker_line(path: Path) -> tuple[int, int] | None:

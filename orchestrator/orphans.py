@@ -84,14 +84,15 @@ def _kill_verified(pid: int, needle: bytes) -> bool:
         os.close(fd)
 
 
-def kill_marked(token: str) -> int:
-    """SIGKILL every process carrying the run's marker, until a scan finds none; how many."""
-    needle, killed = _needle(token), 0
+def kill_marked(token: str) -> set[int]:
+    """SIGKILL every process carrying the run's marker, until a scan finds no new one; their pids."""
+    needle, killed = _needle(token), set[int]()
     for _ in range(KILL_ROUNDS):
-        found = marked(token)
+        # One killed a moment ago may still show its environment while it exits: not new.
+        found = [pid for pid in marked(token) if pid not in killed]
         if not found:
             break
-        killed += sum(_kill_verified(pid, needle) for pid in found)
+        killed.update(pid for pid in found if _kill_verified(pid, needle))
     return killed
 
 
