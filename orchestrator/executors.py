@@ -5,8 +5,9 @@ An executor takes the sweep's jobs and yields each job's `RunRecord` as the run 
 executor runs one job at a time in this process's machine; the Ray executor
 (orchestrator/ray_executor.py) runs each job as a Ray task on a node of a cluster.
 
-Interruption (Ctrl-C, or SIGTERM turned into KeyboardInterrupt by the sweep) is the executor's to
-handle: it stops what runs, yields those runs as `interrupted`, and returns.
+Interruption (Ctrl-C, or a stop signal such as SIGTERM or SIGHUP turned into KeyboardInterrupt by
+the sweep) is the executor's to handle: it stops what runs, yields those runs as `interrupted`, and
+returns.
 """
 
 from __future__ import annotations

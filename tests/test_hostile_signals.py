@@ -377,3 +377,22 @@ def test_a_stale_sweep_of_a_dead_bench_is_closed(tmp_path, state_dir):
     statuses = [r["status"] for r in db.rows(db.sweeps.select().order_by(db.sweeps.c.id))]
     assert statuses == ["interrupted", "running"]
     assert list(state_dir.iterdir()) == []
+
+
+def test_the_samplers_phase_tail_is_bounded_and_typed(tmp_path):
+    from profiler.sampler import EVENT_LINE_BYTES, EVENTS_READ_BYTES, PhaseTail
+
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(
+        b'{"event": "phase", "phase": {"not": "text"}, "epoch": "1"}\n[1]\n'
+        + b'"phase"' * (EVENTS_READ_BYTES // 7 + 10)  # one endless line
+    )
+    tail = PhaseTail(str(path))
+    tail.poll()
+    assert (tail.phase, tail.epoch) == (None, None)
+    assert len(tail.partial) <= EVENT_LINE_BYTES
+    with open(path, "ab") as f:
+        f.write(b'\n{"event": "phase", "phase": "epoch", "epoch": 2}\n')
+    for _ in range(3):
+        tail.poll()
+    assert (tail.phase, tail.epoch) == ("epoch", 2)
