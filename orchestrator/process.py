@@ -48,20 +48,29 @@ def _raise_interrupted(signum: int, _frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def stop_signals_interrupt() -> Iterator[None]:
-    """While inside, every stop signal raises `Interrupted` (main thread only: elsewhere Python
-    cannot take signals, and the caller's own handling applies)."""
+def stop_signals_interrupt(only_unhandled: bool = False) -> Iterator[set[str]]:
+    """While inside, every stop signal raises `Interrupted`; yields the names of those it took.
+
+    Main thread only (elsewhere Python cannot take signals). A signal ignored stays ignored:
+    `nohup bench run` means to survive the hangup. With ``only_unhandled``, a signal somebody else
+    handles (the sweep, Ray in a task's process) is left to them.
+    """
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield set()
         return
-    # An ignored signal stays ignored: `nohup bench run` means to survive the hangup.
-    wanted = [sig for sig in STOP_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN]
+    wanted = [sig for sig in STOP_SIGNALS if _takes(signal.getsignal(sig), only_unhandled)]
     previous = {sig: signal.signal(sig, _raise_interrupted) for sig in wanted}
     try:
-        yield
+        yield {sig.name for sig, handler in previous.items() if handler != _raise_interrupted}
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _takes(current: object, only_unhandled: bool) -> bool:
+    if current == signal.SIG_IGN:
+        return False
+    return not only_unhandled or current in (signal.SIG_DFL, _raise_interrupted)
 
 
 def interrupt_name(exc: KeyboardInterrupt) -> str:
@@ -272,7 +281,7 @@ def run_worker(
     timed_out = False
     interrupted_by = None
     proc: subprocess.Popen[bytes] | None = None
-    with stop_signals_interrupt():
+    with stop_signals_interrupt(only_unhandled=True) as taken:
         try:
             with _signals_blocked():
                 proc, streams = _spawn(command, env, cwd, cpus)
@@ -294,6 +303,8 @@ def run_worker(
             if proc is not None:
                 _end(proc, streams, token, on_exit)
     assert proc is not None
+    if interrupted_by in taken:  # nobody above handles it: once all is ended, it ends the command
+        raise Interrupted(interrupted_by)
     oom_after = oom_kill_count()
     oom_kills = (oom_after - oom_before) if oom_before is not None and oom_after is not None else 0
     return Finished(

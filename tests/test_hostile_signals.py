@@ -396,3 +396,49 @@ def test_the_samplers_phase_tail_is_bounded_and_typed(tmp_path):
     for _ in range(3):
         tail.poll()
     assert (tail.phase, tail.epoch) == ("epoch", 2)
+
+
+def test_outside_a_sweep_a_stop_signal_ends_the_run_and_then_the_command(tmp_path):
+    """`bench models` and the environment checks run workers with no sweep around them."""
+    import threading
+
+    from orchestrator.process import Interrupted, run_worker
+
+    if signal.getsignal(signal.SIGUSR1) != signal.SIG_DFL:
+        pytest.skip("SIGUSR1 is handled or ignored in this test process")
+    worker = (
+        "import subprocess, sys, time\n"
+        "sleep = [sys.executable, '-c', 'import time; time.sleep(60)']\n"
+        "child = subprocess.Popen(sleep, start_new_session=True)\n"
+        "open('child', 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+    with pytest.raises(Interrupted, match="SIGUSR1"):
+        run_worker([sys.executable, "-c", worker], dict(os.environ), tmp_path, timeout=30)
+    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+    assert not pid_alive(int((tmp_path / "child").read_text()))
+
+
+@pytest.mark.slow
+def test_under_nohup_a_hangup_changes_nothing(write_matrix, workdir):
+    write_matrix(QUICK.replace("fault: [ok]", "fault: [sleep]\n  seconds: [2.0]"))
+    db = f"sqlite:///{workdir / 'bench.db'}"
+
+    def nohup() -> None:
+        default_sigint()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        bench_command("run", "--matrix", "m.yaml", "--db", db),
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=nohup,
+    )
+    wait_for(lambda: list((workdir / "bench-runs").glob("sweep-1/*/events.jsonl")))
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert [r["outcome"] for r in rows(db, "SELECT outcome FROM runs")] == ["ok"]
