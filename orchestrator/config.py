@@ -40,6 +40,8 @@ FAULTS = (
     "unavailable",
     "hold",
     "hostile",
+    "orphans",
+    "flood",
 )
 
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import envs, outcomes, tracing
+from orchestrator import envs, orphans, outcomes, tracing
 from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, RunConfig, cpu_set, format_cpus
 from orchestrator.process import Finished, run_worker
 from orchestrator.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
@@ -123,11 +123,14 @@ def execute(
     tick: Callable[[], None] | None = None,
     data_file: Path | None = None,
     on_worker_start: Callable[[int], None] | None = None,
+    token: str | None = None,
 ) -> RunRecord:
     """Run one configuration to its end; always returns a record, whatever happened.
 
     ``on_worker_start(pid)`` learns the worker's pid (its process group) as soon as it exists.
+    ``token`` marks every process of the run, the sampler's included (orchestrator/orphans.py).
     """
+    token = token or orphans.new_token()
     run_dir.mkdir(parents=True)
     write_spec(run_dir, config, data_file)
     python, where = envs.python_for(config.framework, env_root)
@@ -143,7 +146,7 @@ def execute(
     else:
         sidecar = sidecar_for(config, run_dir)
         if sidecar:
-            sidecar.launch()
+            sidecar.launch(token)
         finished = run_worker(
             cmd,
             env,
@@ -153,6 +156,7 @@ def execute(
             cpus=cpus,
             on_start=_started(sidecar, on_worker_start),
             on_exit=sidecar.stop if sidecar else None,
+            token=token,
         )
         timeline = timelines.read(run_dir / SAMPLES_FILE)
         outcome = outcomes.classify(finished, run_dir, config.timeout, timeline)
@@ -243,7 +247,16 @@ def where_it_died(events: list[dict[str, Any]]) -> dict[str, Any]:
             epoch = event.get("epoch", epoch)
         elif event.get("event") == "step":
             epoch, step = event.get("epoch"), event.get("step")
-    return {"last_phase": phase, "last_epoch": epoch, "last_step": step}
+    # The worker wrote these: only what the columns can hold is kept.
+    return {
+        "last_phase": phase[:200] if isinstance(phase, str) else None,
+        "last_epoch": _small_int(epoch),
+        "last_step": _small_int(step),
+    }
+
+
+def _small_int(value: Any) -> int | None:
+    return value if type(value) is int and abs(value) < 1 << 62 else None
 
 
 def summarise(epochs: list[dict[str, Any]]) -> dict[str, Any]:

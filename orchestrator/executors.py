@@ -5,17 +5,20 @@ An executor takes the sweep's jobs and yields each job's `RunRecord` as the run 
 executor runs one job at a time in this process's machine; the Ray executor
 (orchestrator/ray_executor.py) runs each job as a Ray task on a node of a cluster.
 
-Interruption (Ctrl-C, or SIGTERM turned into KeyboardInterrupt by the sweep) is the executor's to
-handle: it stops what runs, yields those runs as `interrupted`, and returns.
+Interruption (Ctrl-C, or a stop signal such as SIGTERM or SIGHUP turned into KeyboardInterrupt by
+the sweep) is the executor's to handle: it stops what runs, yields those runs as `interrupted`, and
+returns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
+from orchestrator import liveruns
 from orchestrator.config import RunConfig
 from orchestrator.execute import RunRecord, execute
 from orchestrator.progress import Progress
@@ -30,6 +33,8 @@ class Job:
     config: RunConfig
     run_dir: Path
     data_file: Path | None = None
+    token: str | None = None  # marks the run's processes (orchestrator/orphans.py)
+    live: Path | None = None  # its file among the runs in flight (orchestrator/liveruns.py)
 
 
 class Executor(Protocol):
@@ -55,7 +60,15 @@ class LocalExecutor:
     def run(self, jobs: Iterable[Job], progress: Progress) -> Generator[RunRecord, None, None]:
         for job in jobs:
             progress.begin(job.config, job.run_dir)
-            rec = execute(job.config, job.run_dir, self.env_root, tick=progress.tick, data_file=job.data_file)
+            rec = execute(
+                job.config,
+                job.run_dir,
+                self.env_root,
+                tick=progress.tick,
+                data_file=job.data_file,
+                on_worker_start=partial(liveruns.note_worker, job.live) if job.live else None,
+                token=job.token,
+            )
             yield rec
             if rec.outcome.outcome == "interrupted":
                 return

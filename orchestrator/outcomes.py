@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import re
 import signal
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from orchestrator.config import format_size
 from orchestrator.process import Finished, memory_limit
@@ -38,6 +40,12 @@ CLUSTER_OUTCOMES = ("node_lost", "ray_oom", "unschedulable", "cluster_error")
 RUN_AGAIN_ON_RESUME = ("interrupted", *CLUSTER_OUTCOMES)
 WORKER_STATUSES = {"ok", "error", "oom", "unsupported", "unavailable"}
 STDERR_TAIL_BYTES = 8192
+# What is read of a worker's files, whatever their size: the longest event line, how many events
+# are kept (step events collapsed), and the largest result file.
+EVENT_LINE_BYTES = 64 << 10
+EVENTS_HEAD = 1000
+EVENTS_TAIL = 10_000
+RESULT_BYTES = 64 << 20
 # What frameworks print when they run out of memory without raising a Python exception.
 # A SIGKILL that bench did not send counts as the kernel's OOM killer when the run's RSS in its last
 # samples had come this close to the memory it could have.
@@ -76,18 +84,46 @@ def read_tail(path: Path, size: int = STDERR_TAIL_BYTES) -> str:
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    """Every well-formed event; a line cut short by the worker's death is skipped."""
-    events = []
+    """The well-formed events, bounded in memory whatever the file holds.
+
+    A line cut short by the worker's death, longer than ``EVENT_LINE_BYTES`` or not a JSON object
+    is skipped. Each run of step events is kept as its last (all that where_it_died reads);
+    of the rest, the first ``EVENTS_HEAD`` and the last ``EVENTS_TAIL`` are kept.
+    """
+    head: list[dict[str, Any]] = []
+    tail: deque[dict[str, Any]] = deque(maxlen=EVENTS_TAIL)
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
+        with open(path, "rb") as f:
+            for line in _lines(f):
+                event = _event(line)
+                if event is None:
                     continue
+                kept = tail if tail or len(head) >= EVENTS_HEAD else head
+                if event.get("event") == "step" and kept and kept[-1].get("event") == "step":
+                    kept[-1] = event
+                else:
+                    kept.append(event)
     except OSError:
         pass
-    return events
+    return head + list(tail)
+
+
+def _lines(f: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, each at most EVENT_LINE_BYTES; a longer one is read past, not held."""
+    while line := f.readline(EVENT_LINE_BYTES + 1):
+        if len(line) <= EVENT_LINE_BYTES:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = f.readline(EVENT_LINE_BYTES)
+
+
+def _event(line: bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(line.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
 
 
 def fatal_traceback(stderr: str) -> str | None:
@@ -103,8 +139,10 @@ def _read_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not path.exists():
         return None, "the worker wrote no result"
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        if path.stat().st_size > RESULT_BYTES:
+            return None, f"the result file is larger than {format_size(RESULT_BYTES)}"
+        data = json.loads(path.read_bytes().decode("utf-8", "replace"))
+    except (OSError, ValueError, RecursionError) as exc:
         return None, f"the result file is malformed: {exc}"
     if not isinstance(data, dict) or data.get("status") not in WORKER_STATUSES:
         return None, "the result file has no valid status"
@@ -246,7 +284,7 @@ def classify(finished: Finished, run_dir: Path, timeout: float, timeline: Timeli
     if finished.interrupted:
         return Outcome(
             "interrupted",
-            reason="the sweep was interrupted (Ctrl-C or SIGTERM)",
+            reason=f"the sweep was interrupted ({finished.interrupted_by or 'Ctrl-C'})",
             exit_code=finished.returncode,
             traceback=fatal_traceback(stderr),
         )

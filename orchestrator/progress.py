@@ -30,9 +30,11 @@ def _last_event(path: Path) -> dict | None:
         return None
     for line in reversed(lines):
         try:
-            return json.loads(line)
-        except ValueError:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
             continue
+        if isinstance(event, dict):
+            return event
     return None
 
 
@@ -54,8 +56,9 @@ class Progress:
     def __init__(
         self, total: int, stream: TextIO | None = None, live: bool | None = None, follow: bool = False
     ) -> None:
-        self.stream = stream or sys.stderr
-        self.live = self.stream.isatty() if live is None else live
+        out = stream or sys.stderr
+        self.stream: TextIO | None = out
+        self.live = out.isatty() if live is None else live
         self.total, self.done, self.started = total, 0, 0
         self.start = time.monotonic()
         self.durations: list[float] = []
@@ -101,8 +104,7 @@ class Progress:
         )
         width = shutil.get_terminal_size((100, 20)).columns
         # Our own sequence clears the line; the text (a phase name, a label) may send none.
-        self.stream.write("\r\x1b[2K" + safe_line(text)[: width - 1])
-        self.stream.flush()
+        self._write("\r\x1b[2K" + safe_line(text)[: width - 1])
 
     def _what(self) -> str:
         if len(self.running) > 1 or any(r.node for r in self.running.values()):
@@ -115,11 +117,11 @@ class Progress:
             where = event.get("phase") or event.get("event", "")
             if event.get("event") == "step":
                 where = (
-                    f"epoch {event['epoch']} step {event['step']}"
-                    if event["epoch"]
-                    else f"warmup step {event['step']}"
+                    f"epoch {event.get('epoch')} step {event.get('step')}"
+                    if event.get("epoch")
+                    else f"warmup step {event.get('step')}"
                 )
-        return f"{self.label} {where}"
+        return f"{self.label} {safe_line(where)[:80]}"
 
     def end(self, outcome: str, run_id: int, detail: str = "", run_dir: Path | None = None) -> None:
         if self.follow and self.run_dir is not None:
@@ -133,15 +135,22 @@ class Progress:
         self.durations.append(seconds)
         node = f" on {entry.node}" if entry.node else ""
         text = f"[{self.done}/{self.total}] {entry.label}: {outcome} in {seconds:.1f} s (run {run_id})"
-        text += node + detail
-        if self.live:
-            self.stream.write("\r\x1b[2K")
-        self._line(text)
+        # An end line quotes the outcome's reason: a worker's exception, a line of its stderr.
+        text = safe_line(text + node + detail)
+        self._line(("\r\x1b[2K" if self.live else "") + text)
 
     def _line(self, text: str) -> None:
-        # An end line quotes the outcome's reason: a worker's exception, a line of its stderr.
-        self.stream.write(safe_line(text) + "\n")
-        self.stream.flush()
+        self._write(text + "\n")
+
+    def _write(self, text: str) -> None:
+        """Progress is for a reader: a terminal that went away (SIGHUP, EIO) must not stop the sweep."""
+        if self.stream is None:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.stream = None
 
     def _echo_logs(self) -> None:
         """In the foreground (bench rerun), show what the worker printed as it prints it."""
@@ -155,8 +164,5 @@ class Progress:
                     self._offsets[path] = f.tell()
             except OSError:
                 continue
-            if data:
-                if self.live:
-                    self.stream.write("\r\x1b[2K")
-                self.stream.write(safe(data.decode("utf-8", "replace")))
-                self.stream.flush()
+            if data:  # the worker's output, escapes shown, not obeyed
+                self._write(("\r\x1b[2K" if self.live else "") + safe(data.decode("utf-8", "replace")))

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.orphans import TOKEN_VARIABLE
 from orchestrator.process import die_with_parent
 
 PROFILER_PARENT = Path(__file__).resolve().parent.parent
@@ -41,9 +42,14 @@ class Sidecar:
             cmd += ["--memory-budget", str(self.settings.memory_budget)]
         return cmd
 
-    def launch(self) -> None:
-        """Start the sampler before the worker: it imports, then waits for the pid on stdin."""
+    def launch(self, token: str | None = None) -> None:
+        """Start the sampler before the worker: it imports, then waits for the pid on stdin.
+
+        ``token``: the run's marker, so that whatever ends the run's processes ends the sampler too.
+        """
         env = dict(os.environ)
+        if token:
+            env[TOKEN_VARIABLE] = token
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROFILER_PARENT), env.get("PYTHONPATH")]))
         with open(self.run_dir / "sampler.log", "wb") as log:
             self.proc = subprocess.Popen(

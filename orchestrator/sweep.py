@@ -5,20 +5,19 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import signal
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 import sqlalchemy as sa
 
-from orchestrator import record
+from orchestrator import liveruns, record
 from orchestrator.config import RunConfig
 from orchestrator.db import Database
 from orchestrator.execute import RunRecord, now, run_dir_for
 from orchestrator.executors import Executor, Job, LocalExecutor
 from orchestrator.outcomes import RUN_AGAIN_ON_RESUME, Outcome
+from orchestrator.process import interrupt_name, stop_signals_interrupt
 from orchestrator.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -95,10 +94,6 @@ def latest_sweep(db: Database, name: str) -> dict | None:
     return next(db.rows(query), None)
 
 
-def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def run_configs(
     db: Database,
     sweep_id: int,
@@ -111,39 +106,46 @@ def run_configs(
     executor: Executor | None = None,
     walls: dict[str, int] | None = None,
 ) -> SweepResult:
-    """Run each configuration and record it as it ends; Ctrl-C or SIGTERM stops the sweep, and
-    what was running is recorded `interrupted`. Local by default; any executor, one way to record.
+    """Run each configuration and record it as it ends; Ctrl-C or a stop signal (SIGTERM, SIGHUP,
+    ...: orchestrator/process.py) stops the sweep, and what was running is recorded `interrupted`.
+    Local by default; any executor, one way to record.
 
     With ``walls`` (the backstop; {} to start a sweep), a configuration that ran out of memory at
     batch b makes the same configuration at a larger batch `skipped`, not run; None turns it off.
     A job an executor took before the wall was known (Ray runs several at once) still runs.
+
+    First, what benches that were killed left in flight is ended and recorded (liveruns.py).
     """
     executor = executor or LocalExecutor(env_root)
     result = SweepResult(sweep_id)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    status = "interrupted"
-    root = runs_root / f"sweep-{sweep_id}"
-    jobs = (
-        Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
-        for index, config in enumerate(configs, start=first_index)
-    )
-    sink = _Sink(db, sweep_id, progress, result, walls)
-    runs = executor.run(sink.backstopped(jobs), progress)
-    try:
+    with stop_signals_interrupt():
+        folder = liveruns.state_dir()
+        ledger = liveruns.Ledger(db, sweep_id, folder)
+        status, why = "interrupted", "Ctrl-C"
+        root = runs_root / f"sweep-{sweep_id}"
+        jobs = (
+            Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
+            for index, config in enumerate(configs, start=first_index)
+        )
+        # Only the local executor's runs are on this machine: a Ray task's are the reaper's.
+        sink = _Sink(db, sweep_id, progress, result, walls, ledger if executor.name == "local" else None)
+        runs = executor.run(sink.backstopped(jobs), progress)
         try:
-            sink.record_all(runs)
-        except KeyboardInterrupt:
-            # Here, not in the executor: while a run was being recorded, or between runs. The
-            # executor is told, stops what it still runs and yields those runs as interrupted.
+            try:
+                liveruns.reap_stale(db, sweep_id, folder)
+                sink.record_all(runs)
+            except KeyboardInterrupt as exc:
+                # Here, not in the executor: while a run was being recorded, or between runs. The
+                # executor is told, stops what it still runs and yields those runs as interrupted.
+                result.interrupted, why = True, interrupt_name(exc)
+                sink.record_all(_stopped(runs))
+            status = "interrupted" if result.interrupted else "finished"
+        except KeyboardInterrupt:  # a second one while the stopped runs were recorded
             result.interrupted = True
-            sink.record_all(_stopped(runs))
-        status = "interrupted" if result.interrupted else "finished"
-    except KeyboardInterrupt:  # a second one while the stopped runs were recorded
-        result.interrupted = True
-    finally:
-        runs.close()  # an executor stops whatever it still runs
-        record.end_sweep(db, sweep_id, status)
-        signal.signal(signal.SIGTERM, previous)
+        finally:
+            runs.close()  # an executor stops whatever it still runs
+            ledger.close(f"the sweep was interrupted ({why}) before this run was recorded")
+            record.end_sweep(db, sweep_id, status)
     return result
 
 
@@ -156,6 +158,7 @@ class _Sink:
     progress: Progress
     result: SweepResult
     walls: dict[str, int] | None
+    ledger: liveruns.Ledger | None = None
 
     def record_all(self, runs: Iterator[RunRecord]) -> None:
         for rec in runs:
@@ -163,6 +166,8 @@ class _Sink:
 
     def record(self, rec: RunRecord) -> None:
         run_id = record.record_run(self.db, self.sweep_id, rec)
+        if self.ledger is not None:
+            self.ledger.done(rec.run_dir)
         self.result.outcomes[run_id] = rec.outcome.outcome
         self.progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome), rec.run_dir)
         if rec.outcome.outcome == "interrupted":
@@ -179,7 +184,7 @@ class _Sink:
                 self.progress.begin(job.config, job.run_dir)
                 self.record(skipped_record(job.config, job.run_dir, wall))
                 continue
-            yield job
+            yield self.ledger.open(job) if self.ledger is not None else job
 
 
 def _stopped(runs: Generator[RunRecord, None, None]) -> Iterator[RunRecord]:

@@ -52,6 +52,11 @@ class Stop(Exception):
     """The orchestrator asked the sampler to stop (SIGTERM)."""
 
 
+# The worker writes the event stream: a buggy one may flood it or write one endless line.
+EVENTS_READ_BYTES = 4 << 20
+EVENT_LINE_BYTES = 64 << 10
+
+
 class PhaseTail:
     """Follows the worker's event stream for its current phase, reading only what was appended."""
 
@@ -67,25 +72,29 @@ class PhaseTail:
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
-                data = f.read()
+                data = f.read(EVENTS_READ_BYTES)  # the rest at the next poll: memory stays bounded
         except OSError:
             return
         self.offset += len(data)
         lines = (self.partial + data).split(b"\n")
         self.partial = lines.pop()
+        if len(self.partial) > EVENT_LINE_BYTES:  # no event is that long: what it is does not matter
+            self.partial = b""
         for line in lines:
-            if b'"phase"' in line:  # step events, the bulk of the stream, never contain it
+            if b'"phase"' in line and len(line) <= EVENT_LINE_BYTES:  # step events never contain it
                 self._take(line)
 
     def _take(self, line: bytes) -> None:
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
-        if event.get("event") == "phase":
-            self.phase = event.get("phase")
-            self.epoch = event.get("epoch")
-            self.repeat = event.get("repeat", self.repeat)
+        if isinstance(event, dict) and event.get("event") == "phase":
+            # Only what the samples' columns can hold goes on into them.
+            phase, epoch, repeat = event.get("phase"), event.get("epoch"), event.get("repeat", self.repeat)
+            self.phase = phase[:200] if isinstance(phase, str) else None
+            self.epoch = epoch if type(epoch) is int else None
+            self.repeat = repeat if type(repeat) is int else None
 
 
 class Tree:

@@ -19,6 +19,15 @@ from tests.drivers import framework_python
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's own folder of runs in flight (orchestrator/liveruns.py): a test's killed bench
+    must not be found, ended and recorded by another test's (or another checkout's) bench run."""
+    folder = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("BENCH_STATE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty current directory: bench.db and bench-runs/ land here."""

@@ -94,8 +94,11 @@ def test_resume_after_sigkill_runs_each_configuration_exactly_once(write_matrix,
     )
     assert done.returncode == 0, done.stderr
     after = rows(db, "SELECT id, config_hash, outcome, sweep_id FROM runs ORDER BY id")
-    hashes = [r[1] for r in after]
+    hashes = [r[1] for r in after if r[2] != "interrupted"]
     assert len(hashes) == 6 and len(set(hashes)) == 6
+    # The run in flight at the SIGKILL (if the kill did not fall between runs) is recorded
+    # interrupted by the resuming bench before it starts (orchestrator/liveruns.py).
+    assert len(after) - len(hashes) <= 1
     assert [r[:3] for r in after[: len(before)]] == before  # nothing finished ran again
     assert {r[3] for r in after} == {1}
     assert rows(db, "SELECT count(*), max(status) FROM sweeps") == [(1, "finished")]

@@ -134,6 +134,48 @@ def _hostile(config, events):
     raise error("raised " + HOSTILE + "\n  outcome: ok")
 
 
+# A process that outlives its worker as a daemonized helper would: it ignores TERM and HUP, says
+# so, and sleeps.
+STUBBORN = (
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(3600)\n"
+)
+
+
+def _stubborn(new_session):
+    child = subprocess.Popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE,
+                             start_new_session=new_session)
+    child.stdout.readline()
+    return child.pid
+
+
+def _orphans(events):
+    """Leave two stubborn children, one in the worker's process group and one in a session of its
+    own (out of reach of a group kill), name them in children.txt and an event, and hang."""
+    group, session = _stubborn(False), _stubborn(True)
+    with open("children.txt", "w") as f:
+        f.write("%d\n%d\n" % (group, session))
+    if events is not None:
+        events.emit("children", group=group, session=session)
+    while True:
+        time.sleep(3600)
+
+
+def _flood(config):
+    """Write hold_memory_mb MiB (40 without it) to stdout and to stderr, then segfault."""
+    megabytes = config.get("hold_memory_mb") or 40
+    line = b"fault worker: flooding the stream on purpose, line after line after line\n"
+    block = line * (65536 // len(line))
+    for stream in (sys.stdout.buffer, sys.stderr.buffer):
+        for _ in range((megabytes << 20) // len(block)):
+            stream.write(block)
+        stream.flush()
+    _segfault()
+
+
 class _Tracer(base.Tracer):
     """Made-up records in a fixed proportion of the traced time, so the tracing path (result,
     database, reports) can be tested without a framework; the backend's name says so."""
@@ -200,6 +242,10 @@ class Adapter(base.Adapter):
             self.fault = "ok"
         elif fault == "hostile":
             _hostile(config, self.events)
+        elif fault == "orphans":
+            _orphans(self.events)
+        elif fault == "flood":
+            _flood(config)
 
     def setup(self):
         if self.after is None:
