@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,8 +9,9 @@ import sqlalchemy as sa
 
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
+from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
-from orchestrator.errors import BenchError
+from orchestrator.errors import BenchError, DatabaseError
 from orchestrator.report_select import where_conditions
 from orchestrator.report_timeline import find_run
 from orchestrator.tables import Column, number, render
@@ -247,10 +247,14 @@ def load_run(db: Database, run_id: int) -> dict[str, Any]:
 
 def inspect_text(data: dict[str, Any]) -> str:
     run, env, epochs = data["run"], data["environment"], data["epochs"]
-    config = json.loads(run["config_json"])
     lines = [f"run {run['id']} of sweep {run['sweep_id']} ('{data['sweep']['name']}'): {run['outcome']}"]
     lines += ["", "configuration:"]
-    lines += [f"  {k}: {v}" for k, v in config.items() if v is not None]
+    try:
+        config = config_from_stored(run["config_json"], "config_json").to_dict()
+        lines += [f"  {k}: {v}" for k, v in config.items() if v is not None]
+    except DatabaseError as exc:
+        # A post-mortem still shows the rest of the row; the rerun of such a row is refused.
+        lines.append(f"  (unusable: {exc})")
     lines += ["", "outcome:", f"  outcome: {run['outcome']}"]
     for key in (
         "reason",
