@@ -106,7 +106,7 @@ def bounded(text: Any, limit: int = EVIDENCE_LIMIT) -> str | None:
     # "replace": a lone surrogate (valid in JSON, not in UTF-8) would fail the database's encoder.
     data = text.encode("utf-8", "replace")
     if len(data) <= limit:
-        return data.decode("utf-8") if len(data) != len(text) else text
+        return data.decode("utf-8")
     cut = len(data) - limit
     marker = f"\n[... {cut:,} bytes cut by bench ...]\n"
     half = limit // 2
