@@ -179,6 +179,7 @@ def fit(table: sa.Table, row: Mapping[str, Any]) -> dict[str, Any]:
 def _fit_value(kind: sa.types.TypeEngine, value: Any) -> Any:
     if value is None:
         return None
+    kind = getattr(kind, "impl_instance", kind)  # PostgreSQL's integers take booleans (postgres.py)
     if isinstance(kind, sa.Integer):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
