@@ -216,12 +216,53 @@ class Database:
             # zip over the keys once: twice as fast as a mapping per row on a 100,000-run report;
             # and rows in batches, since fetching one at a time costs as much again.
             keys = list(result.keys())
+            numbers = _number_columns(query) if self.backend == "sqlite" else []
             while batch := result.fetchmany(ROW_BATCH):
+                for index, allowed, column in numbers:
+                    # SQLite keeps whatever a column is given: a row any program wrote may hold text
+                    # where bench reads a number. One pass per column and batch, in the row's order.
+                    bad = next((row for row in batch if type(row[index]) not in allowed), None)
+                    if bad is not None:
+                        raise DatabaseError(_bad_value(self.where, keys, bad, index, column))
                 for row in batch:
                     yield dict(zip(keys, row, strict=True))
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+_INTEGERS: frozenset[object] = frozenset({int, type(None)})
+_NUMBERS: frozenset[object] = frozenset({int, float, type(None)})
+
+
+def _number_columns(query: Any) -> list[tuple[int, frozenset[object], Any]]:
+    """(position, the Python types allowed, column) of each integer or real column a query reads."""
+    found: list[tuple[int, frozenset[object], Any]] = []
+    for index, column in enumerate(getattr(query, "selected_columns", ())):
+        kind = getattr(column, "type", None)
+        if isinstance(kind, sa.Integer):
+            found.append((index, _INTEGERS, column))
+        elif isinstance(kind, sa.Float):
+            found.append((index, _NUMBERS, column))
+    return found
+
+
+def _bad_value(where: str, keys: list[str], row: Any, index: int, column: Any) -> str:
+    owner = getattr(column, "table", None)
+    if owner is None:
+        owner = getattr(getattr(column, "element", None), "table", None)
+    table = getattr(owner, "name", None) or "runs"
+    values = dict(zip(keys, row, strict=True))
+    if table == "runs" and "id" in values:
+        which = f"run {values['id']}"
+    elif "run_id" in values:
+        which = f"{table} of run {values['run_id']}"
+    else:
+        which = f"table {table}"
+    expected = "an integer" if isinstance(column.type, sa.Integer) else "a number"
+    shown = repr(row[index])
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return f"{where}: {which}: {keys[index]}: expected {expected}, got {shown}"
 
 
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:

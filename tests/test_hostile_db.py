@@ -361,3 +361,23 @@ def test_events_are_read_within_their_bound(tmp_path, monkeypatch):
     assert not any(e["event"] == "huge" for e in events)
     assert events[-1] == {"event": "last"}
     assert len(events) < 500
+
+
+@pytest.mark.parametrize(
+    "column,value",
+    [("epochs", "abc"), ("median_epoch_seconds", "slow"), ("batch_size", b"\x00big"), ("lr", "fast")],
+)
+@pytest.mark.parametrize(
+    "args",
+    [("report",), ("report", "--resources"), ("report", "--table", "comparison"), ("inspect", "1")],
+    ids=" ".join,
+)
+def test_text_where_a_number_is_read_is_one_line_naming_run_and_column(recorded, cli, column, value, args):
+    conn = sqlite3.connect(recorded)
+    conn.execute(f"UPDATE runs SET {column} = ? WHERE id = 1", (value,))
+    conn.commit()
+    conn.close()
+    result = cli(*args)
+    assert result.exit_code == 1
+    assert result.output.startswith(f"error: bench.db: run 1: {column}: expected a")
+    assert len(result.output.strip().splitlines()) == 1
