@@ -2,6 +2,8 @@
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
 PRAGMA user_version = 5;
+-- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
+PRAGMA application_id = 1112425288;
 
 -- One invocation of `bench run` (or `bench rerun`); --resume continues an existing sweep.
 CREATE TABLE sweeps (

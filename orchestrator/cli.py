@@ -19,6 +19,7 @@ from orchestrator import report_timeline as timelines
 from orchestrator.cli_executor import executor_options, make_executor
 from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import RunConfig
+from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
 from orchestrator.outcomes import OUTCOMES
@@ -383,12 +384,13 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
     Example:
       bench rerun 12
     """
-    db = Database(db_url, create=False)
+    db = Database(db_url, create=False, writing=True)
     old = reports.load_run(db, run_id)["run"]
-    config = RunConfig(**json.loads(old["config_json"]))
+    # The row is outside input: checked as strictly as a matrix, and before anything is recorded.
+    config = config_from_stored(old["config_json"], f"{db.where}: run {run_id}: config_json")
+    data_files = prepare_data([config])
     sweep_id = record.start_sweep(db, f"rerun of run {run_id}", "rerun", 1, None, None)
     progress = Progress(1, follow=True)
-    data_files = prepare_data([config])
     result = run_configs(
         db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress, data_files=data_files
     )

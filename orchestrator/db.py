@@ -4,6 +4,10 @@ schema.sql at the repository root (orchestrator/postgres.py derives PostgreSQL's
 Only the orchestrator writes. On SQLite, WAL mode and a busy timeout let `bench report` read while
 `bench run` writes; PostgreSQL's row versions let any number of drivers write and reports read at
 once. Every run is committed the moment it ends.
+
+A SQLite file is bench's only if it carries bench's application_id (or, written before the mark
+existed, holds exactly the tables of a known bench version): bench refuses any other file before it
+writes a byte, and a command that only reads changes nothing, not even the journal mode.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from orchestrator import migrate, postgres
+from orchestrator import migrate, postgres, sqlite_schema
 from orchestrator.errors import DatabaseError
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema.sql"
@@ -30,6 +34,14 @@ def schema_version() -> int:
     match = re.search(r"PRAGMA\s+user_version\s*=\s*(\d+)", SCHEMA_PATH.read_text())
     if not match:
         raise DatabaseError(f"{SCHEMA_PATH}: no PRAGMA user_version line")
+    return int(match.group(1))
+
+
+def application_id() -> int:
+    """The mark schema.sql gives bench's SQLite databases (PRAGMA application_id)."""
+    match = re.search(r"PRAGMA\s+application_id\s*=\s*(\d+)", SCHEMA_PATH.read_text())
+    if not match:
+        raise DatabaseError(f"{SCHEMA_PATH}: no PRAGMA application_id line")
     return int(match.group(1))
 
 
@@ -77,7 +89,9 @@ def hide_passwords(text: str) -> str:
 class Database:
     """An open results database whose schema version has been checked."""
 
-    def __init__(self, url: str, create: bool) -> None:
+    def __init__(self, url: str, create: bool, writing: bool | None = None) -> None:
+        """``create``: make the database if there is none; ``writing``: the command writes (default:
+        as ``create``). Only a writer takes the write lock to look, stamps and sets WAL."""
         self.url = normalise_url(url)
         self.public_url = public_url(url)
         try:
@@ -86,12 +100,24 @@ class Database:
             raise DatabaseError(f"--db {hide_passwords(url)}: not a database URL ({exc})") from None
         self.backend = parsed.get_backend_name()
         path = _sqlite_path(self.url)
+        # What messages name the database by: its file, or its URL without the password.
+        self.where = str(path) if path is not None else self.public_url
         if self.backend == "sqlite":
             if path is not None and not path.exists() and not create:
                 raise DatabaseError(f"no database at {path}: run `bench run --matrix FILE` first")
-            self.engine: Engine = sa.create_engine(self.url, connect_args={"timeout": 30})
+            self.engine: Engine = sa.create_engine(self.url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
             sa.event.listen(self.engine, "connect", _on_connect)
-            self._prepare(path, create)
+            with self._not_sqlite():
+                statements = _statements(SCHEMA_PATH.read_text())
+                sqlite_schema.prepare(
+                    self.engine,
+                    self.where,
+                    create,
+                    create if writing is None else writing,
+                    statements,
+                    schema_version(),
+                    application_id(),
+                )
         elif self.backend == "postgresql":
             if parsed.drivername != "postgresql+psycopg":
                 raise DatabaseError(
@@ -123,20 +149,6 @@ class Database:
         self.phases = self.meta.tables["phases"]
         self.kernels = self.meta.tables["kernels"]
 
-    def _prepare(self, path: Path | None, create: bool) -> None:
-        expected = schema_version()
-        with self.engine.begin() as conn:
-            found = conn.exec_driver_sql("PRAGMA user_version").scalar() or 0
-            tables = conn.exec_driver_sql("SELECT count(*) FROM sqlite_master WHERE type = 'table'").scalar()
-            if found == 0 and not tables:
-                if not create:
-                    raise DatabaseError(f"{path}: the database is empty: run `bench run` first")
-                for statement in _statements(SCHEMA_PATH.read_text()):
-                    conn.exec_driver_sql(statement)
-                return
-            if found != expected:
-                migrate.upgrade(conn, _statements(SCHEMA_PATH.read_text()), found, expected, path)
-
     def _prepare_postgres(self, create: bool) -> None:
         """Create or upgrade under an advisory lock: drivers starting together do it once."""
         expected = schema_version()
@@ -159,6 +171,18 @@ class Database:
                 return
             if found != expected:
                 migrate.upgrade(conn, statements, found, expected, where)
+
+    @contextmanager
+    def _not_sqlite(self) -> Iterator[None]:
+        """A file that is not SQLite at all (or is damaged) is refused in one line."""
+        try:
+            yield
+        except sa.exc.DatabaseError as exc:
+            if "file is not a database" not in str(exc) and "malformed" not in str(exc):
+                raise
+            raise DatabaseError(
+                f"{self.where}: not a bench database (not SQLite): use another --db"
+            ) from None
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -192,7 +216,14 @@ class Database:
             # zip over the keys once: twice as fast as a mapping per row on a 100,000-run report;
             # and rows in batches, since fetching one at a time costs as much again.
             keys = list(result.keys())
+            numbers = _number_columns(query) if self.backend == "sqlite" else []
             while batch := result.fetchmany(ROW_BATCH):
+                for index, allowed, column in numbers:
+                    # SQLite keeps whatever a column is given: a row any program wrote may hold text
+                    # where bench reads a number. One pass per column and batch, in the row's order.
+                    bad = next((row for row in batch if type(row[index]) not in allowed), None)
+                    if bad is not None:
+                        raise DatabaseError(_bad_value(self.where, keys, bad, index, column))
                 for row in batch:
                     yield dict(zip(keys, row, strict=True))
 
@@ -200,9 +231,44 @@ class Database:
         self.engine.dispose()
 
 
+_INTEGERS: frozenset[object] = frozenset({int, type(None)})
+_NUMBERS: frozenset[object] = frozenset({int, float, type(None)})
+
+
+def _number_columns(query: Any) -> list[tuple[int, frozenset[object], Any]]:
+    """(position, the Python types allowed, column) of each integer or real column a query reads."""
+    found: list[tuple[int, frozenset[object], Any]] = []
+    for index, column in enumerate(getattr(query, "selected_columns", ())):
+        kind = getattr(column, "type", None)
+        if isinstance(kind, sa.Integer):
+            found.append((index, _INTEGERS, column))
+        elif isinstance(kind, sa.Float):
+            found.append((index, _NUMBERS, column))
+    return found
+
+
+def _bad_value(where: str, keys: list[str], row: Any, index: int, column: Any) -> str:
+    owner = getattr(column, "table", None)
+    if owner is None:
+        owner = getattr(getattr(column, "element", None), "table", None)
+    table = getattr(owner, "name", None) or "runs"
+    values = dict(zip(keys, row, strict=True))
+    if table == "runs" and "id" in values:
+        which = f"run {values['id']}"
+    elif "run_id" in values:
+        which = f"{table} of run {values['run_id']}"
+    else:
+        which = f"table {table}"
+    expected = "an integer" if isinstance(column.type, sa.Integer) else "a number"
+    shown = repr(row[index])
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return f"{where}: {which}: {keys[index]}: expected {expected}, got {shown}"
+
+
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    # No journal mode here: that is the file's own setting, made WAL once when bench creates it
+    # (orchestrator/sqlite_schema.py); a connection that only reads must not change it.
     cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

@@ -14,13 +14,15 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.errors import EnvironmentSetupError
+from orchestrator.config import FRAMEWORKS
+from orchestrator.errors import ConfigError, EnvironmentSetupError
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,12 @@ MARKER = "bench-env.json"
 # Interpreters registered with `bench env use`, per env dir: {framework: {python, versions, build}}.
 EXTERNAL_FILE = "external.json"
 EXTERNAL = "external (bench env use)"
+# What a framework name must look like before any folder or variable name is made from it.
+NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+REGISTRY_LIMIT = 1 << 20  # bytes: external.json holds a few entries of a few hundred bytes
+ENTRY_KEYS = frozenset(
+    {"python", "python_version", "framework_version", "build", "cuda_version", "registered_at"}
+)
 # The distribution whose version identifies each framework (read without importing it).
 DISTRIBUTIONS = {
     "pytorch": "torch",
@@ -88,8 +96,21 @@ class EnvStatus:
     up_to_date: bool | None = None  # False: that file has changed since; bench env setup updates it
 
 
+def check_name(framework: object) -> str:
+    """A framework name that may become a folder or a variable name; ConfigError for any other.
+
+    Defence in depth: configurations are validated where they are read (matrix, database rows),
+    but no path or environment variable is ever made from a name that is not one bench knows.
+    """
+    if not isinstance(framework, str) or not NAME.fullmatch(framework) or framework not in FRAMEWORKS:
+        known = ", ".join(FRAMEWORKS)
+        raise ConfigError(f"framework {framework!r}: not one bench knows (known: {known})")
+    return framework
+
+
 def python_for(framework: str, root: str | Path | None = None) -> tuple[Path | None, str]:
     """The interpreter that runs this framework's worker, or None and the reason why not."""
+    check_name(framework)
     override = os.environ.get(f"BENCH_PYTHON_{framework.upper()}")
     if override:
         path = Path(override)
@@ -183,15 +204,50 @@ def _external_status(framework: str, python: Path, entry: dict) -> EnvStatus:
 
 
 def registered(root: str | Path | None = None) -> dict[str, dict]:
-    """The interpreters registered with `bench env use`, by framework."""
+    """The interpreters registered with `bench env use`, by framework; every entry checked.
+
+    The file is outside input (anyone may edit it): an entry that is not what `bench env use` writes
+    is one line naming the file and the key, never a path made from it.
+    """
     path = env_dir(root) / EXTERNAL_FILE
+    fix = "remove it (or the entry) and register again"
     try:
-        data = json.loads(path.read_text())
+        with open(path, "rb") as f:
+            raw = f.read(REGISTRY_LIMIT + 1)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
-        raise EnvironmentSetupError(f"{path}: unreadable ({exc}); remove it and register again") from None
-    return {k: v for k, v in data.items() if isinstance(v, dict) and "python" in v}
+    except OSError as exc:
+        raise EnvironmentSetupError(f"{path}: unreadable ({exc.strerror or exc}); {fix}") from None
+    if len(raw) > REGISTRY_LIMIT:
+        raise EnvironmentSetupError(f"{path}: larger than {REGISTRY_LIMIT} bytes; {fix}")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        detail = exc if isinstance(exc, ValueError) else "nested too deep"
+        raise EnvironmentSetupError(f"{path}: not JSON ({detail}); {fix}") from None
+    if not isinstance(data, dict):
+        raise EnvironmentSetupError(f"{path}: expected a JSON object, got {type(data).__name__}; {fix}")
+    for name, entry in data.items():
+        problem = _entry_problem(name, entry)
+        if problem:
+            raise EnvironmentSetupError(f"{path}: {name!r}: {problem}; {fix}")
+    return data
+
+
+def _entry_problem(name: str, entry: object) -> str | None:
+    if not NAME.fullmatch(name) or name not in FRAMEWORKS or name == "fault":
+        return "not a framework bench can register"
+    if not isinstance(entry, dict):
+        return f"expected an object, got {type(entry).__name__}"
+    python = entry.get("python")
+    if not isinstance(python, str) or "\0" in python or not Path(python).is_absolute():
+        return f"python: expected an absolute path, got {python!r}"
+    for key, value in entry.items():
+        if key not in ENTRY_KEYS:
+            return f"{key!r}: unknown key"
+        if value is not None and not isinstance(value, str):
+            return f"{key}: expected text, got {value!r}"
+    return None
 
 
 def register(framework: str, entry: dict, root: str | Path | None = None) -> Path:

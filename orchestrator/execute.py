@@ -222,7 +222,8 @@ def gather(
     if outcome.result and outcome.outcome == "ok":
         epochs = list(outcome.result["epochs"])
     else:
-        epochs = [e for e in events if e.get("event") == "epoch_end"]
+        # A partial run's epochs come from its event stream: only those that can be stored.
+        epochs = [e for e in events if e.get("event") == "epoch_end" and not outcomes.epoch_problem(e)]
     return RunRecord(
         config=config,
         outcome=outcome,

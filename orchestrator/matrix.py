@@ -24,20 +24,16 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from orchestrator.config import (
     DATASETS,
     DEVICES,
-    FAULT_FIELDS,
     FAULTS,
-    FEATURES_NEED_INFERENCE,
     FIELD_NAMES,
     FRAMEWORKS,
     MODELS,
     OPTIMIZERS,
-    RECURRENT_MODELS,
-    TOKEN_DATASETS,
     RunConfig,
     validate_field,
 )
+from orchestrator.config_checks import cross_field_problem
 from orchestrator.errors import ConfigError
-from workers.models import check_image_size
 
 logger = logging.getLogger(__name__)
 
@@ -268,24 +264,11 @@ def _matches(config: RunConfig, entry: _Layer) -> bool:
 
 def _check(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:
     """Rules that span fields, blamed on the line that set the most specific culprit."""
-    if config.memory_budget is not None and config.sample_interval == 0:
-        key, line = _blame(layer, settings, ("sample_interval", "memory_budget"))
-        raise reader.error(line, key, "memory_budget needs the sampler, which sample_interval 0 turns off")
-    if config.framework != "fault":
-        stray = [key for key in FAULT_FIELDS if key in layer]
-        if stray:
-            key, line = _blame(layer, settings, stray)
-            raise reader.error(line, key, f"only applies to framework fault, not {config.framework}")
-        if config.features and config.task != "inference":
-            key, line = _blame(layer, settings, ("features", "task"))
-            raise reader.error(line, key, FEATURES_NEED_INFERENCE)
-        _check_data(reader, config, layer, settings)
-        _check_batch(reader, config, layer, settings)
-        try:
-            check_image_size(config.model, config.image_size)
-        except ValueError as exc:
-            key, line = _blame(layer, settings, ("image_size", "model"))
-            raise reader.error(line, key, str(exc)) from None
+    problem = cross_field_problem(config, layer)
+    if problem is not None:
+        keys, message = problem
+        key, line = _blame(layer, settings, keys)
+        raise reader.error(line, key, message)
 
 
 def _absolute_data_dir(config: RunConfig, base: Path) -> RunConfig:
@@ -293,51 +276,6 @@ def _absolute_data_dir(config: RunConfig, base: Path) -> RunConfig:
     if config.data_dir is None or Path(config.data_dir).is_absolute():
         return config
     return replace(config, data_dir=str((base / config.data_dir).resolve()))
-
-
-def _check_data(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:
-    if config.framework != "fault":
-        _check_data_kind(reader, config, layer, settings)
-    if config.dataset == "synthetic":
-        if config.data_dir is not None:
-            key, line = _blame(layer, settings, ("data_dir",))
-            raise reader.error(line, key, "only applies to image_folder, cifar10, cifar100 and imdb datasets")
-        return
-    if config.data_dir is None:
-        key, line = _blame(layer, settings, ("dataset",))
-        raise reader.error(line, key, f"dataset {config.dataset} needs data_dir: the folder that holds it")
-    if not Path(config.data_dir).is_dir():
-        key, line = _blame(layer, settings, ("data_dir",))
-        raise reader.error(line, key, f"no such folder: {config.data_dir}")
-
-
-def _check_data_kind(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:
-    """Images feed the image models, token sequences the recurrent ones; IMDB has two classes."""
-    recurrent = config.model in RECURRENT_MODELS
-    if config.dataset != "synthetic" and recurrent != (config.dataset in TOKEN_DATASETS):
-        key, line = _blame(layer, settings, ("dataset", "model"))
-        what = "token sequences" if config.dataset in TOKEN_DATASETS else "images"
-        wants = "token sequences (dataset synthetic or imdb)" if recurrent else "images"
-        raise reader.error(
-            line, key, f"dataset {config.dataset} holds {what}, but model {config.model} reads {wants}"
-        )
-    if config.dataset in TOKEN_DATASETS and config.classes != 2:
-        key, line = _blame(layer, settings, ("classes", "dataset"))
-        raise reader.error(
-            line, key, f"dataset {config.dataset} has 2 classes (negative, positive), not {config.classes}"
-        )
-
-
-def _check_batch(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:
-    if config.batch_size <= config.train_size:
-        return
-    key, line = _blame(layer, settings, ("batch_size", "dataset_size", "val_fraction"))
-    raise reader.error(
-        line,
-        key,
-        f"batch_size {config.batch_size} is larger than the training split of {config.train_size}"
-        f" samples (dataset_size {config.dataset_size}, val_fraction {config.val_fraction:g})",
-    )
 
 
 def _blame(layer: _Layer, settings: _Layer, keys: Sequence[str]) -> tuple[str, int]:

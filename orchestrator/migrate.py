@@ -27,6 +27,16 @@ from orchestrator.errors import DatabaseError
 OLDEST_UPGRADABLE = 2
 log = logging.getLogger(__name__)
 
+_FIRST_TABLES = frozenset({"sweeps", "runs", "epochs", "environments"})
+# The tables of each schema version bench can open. A SQLite file without bench's application_id
+# (one written before the mark existed) is taken for bench's only if it holds exactly one of these.
+TABLES_BY_VERSION = {
+    2: _FIRST_TABLES,
+    3: _FIRST_TABLES | {"samples", "phases"},
+    4: _FIRST_TABLES | {"samples", "phases", "kernels"},
+    5: _FIRST_TABLES | {"samples", "phases", "kernels"},
+}
+
 
 def tables_in(statements: list[str]) -> dict[str, tuple[str, dict[str, str]]]:
     """Each CREATE TABLE of the schema: its statement and its column definitions by name."""
@@ -65,13 +75,17 @@ def table_names(statements: list[str]) -> list[str]:
     return list(tables_in(statements))
 
 
-def upgrade(conn: Connection, statements: list[str], found: int, expected: int, where: object) -> None:
-    """Apply the additions from version ``found`` to ``expected`` in the open transaction."""
+def check_upgradable(found: int, expected: int, where: object) -> None:
     if found < OLDEST_UPGRADABLE or found > expected:
         raise DatabaseError(
             f"{where}: schema version {found}, but this bench expects {expected}: "
             f"use a new file with --db, or open it with the bench version that wrote it"
         )
+
+
+def upgrade(conn: Connection, statements: list[str], found: int, expected: int, where: object) -> None:
+    """Apply the additions from version ``found`` to ``expected`` in the open transaction."""
+    check_upgradable(found, expected, where)
     on_postgres = conn.dialect.name == "postgresql"
     portable = postgres.portable_metadata(statements) if on_postgres else None
     inspector = sa.inspect(conn)

@@ -6,6 +6,8 @@ Every run ends in exactly one outcome with its evidence; see docs/outcomes.md fo
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import signal
 from collections import deque
@@ -45,7 +47,22 @@ STDERR_TAIL_BYTES = 8192
 EVENT_LINE_BYTES = 64 << 10
 EVENTS_HEAD = 1000
 EVENTS_TAIL = 10_000
-RESULT_BYTES = 64 << 20
+# What bench reads of a worker's files and keeps of any text (docs/outcomes.md, "Bounds"): the
+# worker is outside input; a 20 MB exception message must not become 76 MiB of database.
+RESULT_LIMIT = 16 << 20  # bytes of result.json; a larger one makes the run `invalid`
+EVIDENCE_LIMIT = 64 << 10  # bytes of each stored text: its head and tail, with what was cut between
+EPOCH_NUMBERS = (
+    "seconds",
+    "steps",
+    "images",
+    "images_per_second",
+    "seconds_per_image",
+    "train_loss",
+    "val_loss",
+    "val_accuracy",
+    "os_threads",
+    "minor_faults",
+)
 # What frameworks print when they run out of memory without raising a Python exception.
 # A SIGKILL that bench did not send counts as the kernel's OOM killer when the run's RSS in its last
 # samples had come this close to the memory it could have.
@@ -81,6 +98,25 @@ def read_tail(path: Path, size: int = STDERR_TAIL_BYTES) -> str:
             return f.read().decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+def bounded(text: Any, limit: int = EVIDENCE_LIMIT) -> str | None:
+    """Text to store: at most ``limit`` bytes of UTF-8, its head and tail kept around a marker that
+    says how much was cut; anything not text is stored as its JSON. None stays None."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        text = json.dumps(text, sort_keys=True, default=str)
+    # "replace": a lone surrogate (valid in JSON, not in UTF-8) would fail the database's encoder.
+    data = text.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return data.decode("utf-8")
+    cut = len(data) - limit
+    marker = f"\n[... {cut:,} bytes cut by bench ...]\n"
+    half = limit // 2
+    head = data[:half].decode("utf-8", "ignore")
+    tail = data[len(data) - half :].decode("utf-8", "ignore")
+    return head + marker + tail
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -139,18 +175,54 @@ def _read_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not path.exists():
         return None, "the worker wrote no result"
     try:
-        if path.stat().st_size > RESULT_BYTES:
-            return None, f"the result file is larger than {format_size(RESULT_BYTES)}"
-        data = json.loads(path.read_bytes().decode("utf-8", "replace"))
-    except (OSError, ValueError, RecursionError) as exc:
-        return None, f"the result file is malformed: {exc}"
+        with open(path, "rb") as f:
+            raw = f.read(RESULT_LIMIT + 1)
+        if len(raw) > RESULT_LIMIT:
+            return None, f"the result file is larger than bench reads ({format_size(RESULT_LIMIT)})"
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, f"the result file is malformed: {bounded(str(exc), 300)}"
+    except RecursionError:
+        return None, "the result file is malformed: nested too deep"
     if not isinstance(data, dict) or data.get("status") not in WORKER_STATUSES:
         return None, "the result file has no valid status"
+    problem = _shape_problem(data)
+    if problem:
+        return None, problem
     if data["status"] == "ok" and data.get("task") != "probe":
         problem = _check_ok_result(data)
         if problem:
             return None, problem
     return data, None
+
+
+def _shape_problem(data: dict[str, Any]) -> str | None:
+    """What bench reads of a result must have the type bench reads it as (the rest is kept as text)."""
+    for key in ("exception", "info", "device_memory"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            return f"the result file's {key} is not an object"
+    memory = data.get("device_memory") or {}
+    if any(not _is_number(v) for k, v in memory.items() if k != "source" and v is not None):
+        return "the result file's device_memory holds a value that is not a number"
+    if data.get("epochs") is not None:
+        if not isinstance(data["epochs"], list):
+            return "the result file's epochs is not a list"
+        return next(filter(None, (epoch_problem(e) for e in data["epochs"])), None)
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def epoch_problem(record: Any) -> str | None:
+    """Why an epoch record (result or epoch_end event) cannot be stored, or None."""
+    if not isinstance(record, dict):
+        return "the result has an epoch that is not a record"
+    for key in EPOCH_NUMBERS:
+        if record.get(key) is not None and not _is_number(record[key]):
+            return f"the result has an epoch whose {key} is not a number"
+    return None
 
 
 def _check_ok_result(data: dict[str, Any]) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -12,10 +13,12 @@ import sqlalchemy as sa
 from orchestrator import __version__, hostinfo, tracing
 from orchestrator.db import Database, hide_passwords
 from orchestrator.execute import RunRecord, now, summarise, where_it_died
+from orchestrator.outcomes import bounded
 from profiler import energy
 from profiler import kernels as kernel_classes
 from profiler import timeline as timelines
 
+INT64 = (-(1 << 63), (1 << 63) - 1)  # what an INTEGER column holds (SQLite, PostgreSQL's BIGINT)
 # Config fields whose column has another name (the evidence has an exit_code too).
 COLUMN_FOR_FIELD = {"exit_code": "exit_code_setting"}
 
@@ -166,19 +169,45 @@ def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
     ]
 
 
+def fit(table: sa.Table, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row with each value as its column stores it: text bounded (outcomes.bounded), numbers
+    only where they are numbers. What a worker wrote is outside input, and a value of another type
+    would otherwise be stored as it came (SQLite keeps it) and break every report that reads it."""
+    return {key: _fit_value(table.c[key].type, value) for key, value in row.items()}
+
+
+def _fit_value(kind: sa.types.TypeEngine, value: Any) -> Any:
+    if value is None:
+        return None
+    kind = getattr(kind, "impl_instance", kind)  # PostgreSQL's integers take booleans (postgres.py)
+    if isinstance(kind, sa.Integer):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        ok = isinstance(value, int) and INT64[0] <= value <= INT64[1]
+        return int(value) if ok else None
+    if isinstance(kind, sa.Float):
+        ok = isinstance(value, (int, float)) and abs(value) < 1e308  # False for nan: never stored
+        return float(value) if ok else None
+    return bounded(value)
+
+
 def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
-    """Insert the run, its epochs, environment, samples and kernels in one transaction; return its id."""
+    """Insert the run, its epochs, environment, samples and kernels in one transaction; return its id.
+
+    The worker's parts (outcome evidence, result fields, epochs, trace names) go through ``fit``;
+    samples and phases are the orchestrator's own profiler's numbers.
+    """
     with db.begin() as conn:
-        run_id = db.insert(conn, db.runs, _run_row(sweep_id, rec))
+        run_id = db.insert(conn, db.runs, fit(db.runs, _run_row(sweep_id, rec)))
         conn.execute(
             sa.update(db.runs)
             .where(db.runs.c.id == run_id)
             .values(reproduce=f"bench rerun {run_id} --db {shlex.quote(db.public_url)}")
         )
-        rows = _epoch_rows(run_id, rec)
+        rows = [fit(db.epochs, row) for row in _epoch_rows(run_id, rec)]
         if rows:
             conn.execute(db.epochs.insert(), rows)
-        db.insert(conn, db.environments, _environment_row(run_id, rec))
+        db.insert(conn, db.environments, fit(db.environments, _environment_row(run_id, rec)))
         samples = timelines.sample_rows(rec.timeline, rec.cpus_allowed)
         if samples:
             conn.execute(db.samples.insert(), [{"run_id": run_id, **r} for r in samples])
@@ -187,5 +216,5 @@ def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
             conn.execute(db.phases.insert(), [{"run_id": run_id, **r} for r in phases])
         kernels = kernel_classes.rows(tracing.records(rec.trace))
         if kernels:
-            conn.execute(db.kernels.insert(), [{"run_id": run_id, **r} for r in kernels])
+            conn.execute(db.kernels.insert(), [fit(db.kernels, {"run_id": run_id, **r}) for r in kernels])
     return run_id

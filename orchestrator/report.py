@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,8 +9,9 @@ import sqlalchemy as sa
 
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
+from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
-from orchestrator.errors import BenchError
+from orchestrator.errors import BenchError, DatabaseError
 from orchestrator.report_select import where_conditions
 from orchestrator.report_timeline import find_run
 from orchestrator.tables import Column, number, render
@@ -262,11 +262,15 @@ def _block(text: str, last: int | None = None) -> list[str]:
 def inspect_text(data: dict[str, Any]) -> str:
     """`bench inspect`: every value read back from the database is outside text, made safe here."""
     run, env, epochs = data["run"], data["environment"], data["epochs"]
-    config = json.loads(run["config_json"])
     name = safe_line(data["sweep"]["name"])
     lines = [f"run {run['id']} of sweep {run['sweep_id']} ('{name}'): {safe_line(run['outcome'])}"]
     lines += ["", "configuration:"]
-    lines += [_field(k, v) for k, v in config.items() if v is not None]
+    try:
+        config = config_from_stored(run["config_json"], "config_json").to_dict()
+        lines += [_field(k, v) for k, v in config.items() if v is not None]
+    except DatabaseError as exc:
+        # A post-mortem still shows the rest of the row; the rerun of such a row is refused.
+        lines.append(_field("(unusable)", exc))
     lines += ["", "outcome:", _field("outcome", run["outcome"])]
     for key in (
         "reason",

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from orchestrator import plots
 from orchestrator.config import FIELD_NAMES, FRAMEWORKS
+from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
 from orchestrator.report import model_label
 
@@ -56,7 +57,8 @@ class Section:
 def config_of(run: Row) -> Row:
     """The run's configuration as recorded, parsed once per row (labels ask for it many times)."""
     if "_config" not in run:
-        run["_config"] = json.loads(run["config_json"])
+        where = f"run {run.get('id')}: config_json"
+        run["_config"] = config_from_stored(run["config_json"], where).to_dict()
     return dict(run["_config"])
 
 

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from orchestrator import liveruns, record
 from orchestrator.config import RunConfig
+from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
 from orchestrator.execute import RunRecord, now, run_dir_for
 from orchestrator.executors import Executor, Job, LocalExecutor
@@ -53,12 +54,13 @@ def wall_key(config: RunConfig) -> str:
 def walls_of(db: Database, sweep_id: int) -> dict[str, int]:
     """The smallest batch at which each configuration ran out of memory in a sweep (for --resume)."""
     runs = db.runs
-    query = sa.select(runs.c.config_json, runs.c.batch_size).where(
+    query = sa.select(runs.c.id, runs.c.config_json).where(
         runs.c.sweep_id == sweep_id, runs.c.outcome == "oom"
     )
     walls: dict[str, int] = {}
     for row in db.rows(query):
-        _hit_wall(walls, RunConfig(**json.loads(row["config_json"])))
+        where = f"{db.where}: run {row['id']}: config_json"
+        _hit_wall(walls, config_from_stored(row["config_json"], where))
     return walls
 
 

@@ -251,7 +251,7 @@ def test_an_oversized_result_is_invalid_not_read(tmp_path):
     from orchestrator.process import Finished
 
     with open(tmp_path / "result.json", "wb") as f:
-        f.truncate(outcomes.RESULT_BYTES + 1)  # sparse: costs no disk
+        f.truncate(outcomes.RESULT_LIMIT + 1)  # sparse: costs no disk
     outcome = outcomes.classify(Finished(returncode=0, wall_seconds=1.0), tmp_path, 10.0)
     assert outcome.outcome == "invalid" and "larger than" in (outcome.reason or "")
 
