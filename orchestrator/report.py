@@ -270,7 +270,7 @@ def inspect_text(data: dict[str, Any]) -> str:
         lines += [_field(k, v) for k, v in config.items() if v is not None]
     except DatabaseError as exc:
         # A post-mortem still shows the rest of the row; the rerun of such a row is refused.
-        lines.append(_field("(unusable)", exc))
+        lines.append(f"  (unusable: {safe_line(exc)})")
     lines += ["", "outcome:", _field("outcome", run["outcome"])]
     for key in (
         "reason",
