@@ -252,7 +252,7 @@ def test_unknown_keys_in_sections(text: str, expected: str) -> None:
         ("settings:\n  device: [cpu]\n", "m.yaml:2: device: expected a single value, got a list"),
         ("settings:\n  seed: {a: 1}\n", "m.yaml:2: seed: expected a single value, got a mapping"),
         ("exclude:\n  - {model: vgg}\n", "m.yaml:2: model: unknown model 'vgg'"),
-        ("include:\n  - {seed: x}\n", "m.yaml:2: seed: expected an integer, got 'x'"),
+        ("include:\n  - {seed: x}\n", "m.yaml:2: seed: expected a non-negative integer, got 'x'"),
         ("settings:\n  seed: !!int abc\n", "m.yaml:2: seed: cannot read value 'abc'"),
         ("settings:\n  seed: !custom 1\n", "m.yaml:2: seed: cannot read value '1'"),
         (
