@@ -13,7 +13,7 @@ import click
 
 from orchestrator.config import SQLITE_INT_MAX, RunConfig
 from orchestrator.db import DEFAULT_URL, normalise_url
-from orchestrator.errors import BenchError
+from orchestrator.errors import BenchError, ConfigError
 from orchestrator.filters import parse_id, parse_value
 from orchestrator.terminal import safe_line
 
@@ -115,7 +115,10 @@ class FieldType(click.ParamType):
         self.key, self.option = key, option
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        return parse_value(self.key, str(value).strip(), self.option)
+        try:
+            return parse_value(self.key, str(value).strip(), self.option)
+        except ConfigError as exc:  # "--classes: classes: ..." says the name twice
+            raise ConfigError(str(exc).replace(f"{self.option}: {self.key}:", f"{self.option}:")) from None
 
 
 def db_option(f: Any) -> Any:

@@ -46,6 +46,7 @@ MAX_CONFIGS = 100_000
 # YAML aliases let one short line name a large node many times, so counts are bounded as well.
 MAX_FILE_BYTES = 1 << 20
 MAX_ENTRIES = 10_000  # exclude or include entries
+MAX_DEPTH = 20  # YAML nesting; a matrix needs 4 (matrix, axes, a cpus axis, one CPU list)
 # Excluding is one set look-up per combination and distinct set of exclude keys.
 MAX_EXCLUDE_WORK = 2_000_000
 # Settings whose single value may itself be a list (on an axis: a list of lists).
@@ -127,7 +128,7 @@ def _compose(label: str, data: bytes) -> Node:
         line = data[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{label}:{line}: matrix: the file is not UTF-8 text") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
         problem = "; ".join(part for part in (exc.context, exc.problem) if part)
@@ -135,12 +136,29 @@ def _compose(label: str, data: bytes) -> Node:
     except yaml.reader.ReaderError as exc:
         line = text[: exc.position].count("\n") + 1
         raise ConfigError(f"{label}:{line}: yaml: {exc.reason} character {shown(exc.character)}") from None
-    except RecursionError:
-        # PyYAML's composer recurses per nesting level; absurd nesting is a bad file, not a crash.
-        raise ConfigError(f"{label}:1: yaml: nesting too deep") from None
     if root is None:
         raise ConfigError(f"{label}:1: matrix: the file is empty")
     return root
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing nesting deeper than MAX_DEPTH as soon as it is met.
+
+    The composer recurses once per level (a RecursionError near 1000), and the scanner's work per
+    token grows with the open flow levels: a file of 100,000 `[` took 35 s to refuse after the fact.
+    """
+
+    depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, f"nesting deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 class _Reader:
@@ -242,30 +260,38 @@ def _expand(reader: _Reader, sections: dict[str, Node], settings: _Layer) -> lis
     if not columns and sections.get("include") is not None:
         # Only includes: the settings are their defaults, not a configuration of their own.
         return []
+    excludes = reader.entries(sections.get("exclude"), "exclude")
+    groups = _exclude_groups(excludes)
+    if size * len(groups) > MAX_EXCLUDE_WORK:
+        message = (
+            f"{size} combinations against exclude entries of {len(groups)} different sets of keys"
+            f" is too much to check (at most {MAX_EXCLUDE_WORK} pairs): use fewer sets of keys"
+        )
+        raise reader.node_error(sections["exclude"], "exclude", message)
     layers = [
         settings | dict(zip(axes, combo, strict=True))
         for combo in itertools.product(*(v for _, v in columns))
     ]
-    configs = [(_resolve(layer), layer) for layer in layers]
-    excludes = reader.entries(sections.get("exclude"), "exclude")
-    return _exclude(reader, sections["exclude"] if excludes else None, configs, excludes)
+    return _exclude(reader, [(_resolve(layer), layer) for layer in layers], excludes, groups)
 
 
-def _exclude(
-    reader: _Reader, node: Node | None, configs: list[tuple[RunConfig, _Layer]], excludes: list[_Layer]
-) -> list[tuple[RunConfig, _Layer]]:
-    """The configurations no exclude entry matches. Entries are grouped by their set of keys, so
-    each combination costs one set look-up per group, not one comparison per entry."""
-    groups: dict[tuple[str, ...], set[tuple[Any, ...]]] = {}
+_Groups = dict[tuple[str, ...], set[tuple[Any, ...]]]
+
+
+def _exclude_groups(excludes: list[_Layer]) -> _Groups:
+    """Exclude entries grouped by their set of keys: each combination then costs one set look-up
+    per group, not one comparison per entry."""
+    groups: _Groups = {}
     for entry in excludes:
         keys = tuple(sorted(entry))
         groups.setdefault(keys, set()).add(tuple(entry[k].value for k in keys))
-    if node is not None and len(configs) * len(groups) > MAX_EXCLUDE_WORK:
-        message = (
-            f"{len(configs)} combinations against exclude entries of {len(groups)} different sets of keys"
-            f" is too much to check (at most {MAX_EXCLUDE_WORK} pairs): use fewer sets of keys"
-        )
-        raise reader.node_error(node, "exclude", message)
+    return groups
+
+
+def _exclude(
+    reader: _Reader, configs: list[tuple[RunConfig, _Layer]], excludes: list[_Layer], groups: _Groups
+) -> list[tuple[RunConfig, _Layer]]:
+    """The configurations no exclude entry matches; a warning for each entry that matched none."""
     matched: set[tuple[tuple[str, ...], tuple[Any, ...]]] = set()
     kept = []
     for config, layer in configs:
