@@ -569,3 +569,11 @@ def test_the_loader_on_structured_random_matrices_is_a_matrix_or_one_config_erro
 ) -> None:
     text = yaml.safe_dump(tree, default_flow_style=flow, allow_unicode=True)
     check_load(tmp_path / "m.yaml", text.encode())
+
+
+@pytest.mark.parametrize("address", ["head:99999999", "head:²", "head:٦٣٧٩", "he\x00ad:6379", "head:0"])
+def test_a_ray_address_outside_a_port_range_is_one_config_error(address: str) -> None:
+    from orchestrator.ray_executor import check_reachable
+
+    with pytest.raises(ConfigError, match="expected HOST:PORT"):
+        check_reachable(address)

@@ -194,7 +194,7 @@ def test_directory_is_unreadable(tmp_path: Path) -> None:
         ("name: x\nsettings: {seed: *nowhere}\n", "m.yaml:2: yaml: "),
         ("name: x\n\tsettings: {}\n", "m.yaml:2: yaml: "),
         ("name: x\nx: \x07\n", "m.yaml:2: yaml: "),
-        ("[" * 5000, "m.yaml:1: yaml: nesting too deep"),
+        ("[" * 5000, "m.yaml:1: yaml: nesting deeper than 20 levels"),
         ("", "m.yaml:1: matrix: the file is empty"),
         ("# only a comment\n", "m.yaml:1: matrix: the file is empty"),
         ("- settings\n", "m.yaml:1: matrix: expected a mapping, got a list"),
