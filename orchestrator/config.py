@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields
 from fractions import Fraction
 from typing import Any
 
+from orchestrator.terminal import safe_line
+
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax", "fault")
 MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet", "gru")
 RECURRENT_MODELS = ("gru",)  # token sequences in; image_size does not apply (workers.models)
@@ -191,7 +193,9 @@ def _int(key: str) -> Callable[[Any], int]:
 
 
 def cut(text: str, limit: int = 80) -> str:
-    """Text for an error message, cut short where it is long (a pasted file, a 10,000-digit number)."""
+    """Text for a one-line error message: control characters escaped, cut short where it is long
+    (a pasted file, a 10,000-digit number)."""
+    text = safe_line(text)
     return text if len(text) <= limit else text[: limit - 20] + f"... ({len(text)} characters)"
 
 
