@@ -17,7 +17,7 @@ from orchestrator import report as reports
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
 from orchestrator.cli_executor import executor_options, make_executor
-from orchestrator.cli_options import BenchGroup, db_option, env_dir_option, prepare_data, runs_root
+from orchestrator.cli_options import BenchGroup, IdType, db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import RunConfig
 from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
@@ -33,7 +33,12 @@ EXIT_INTERRUPTED = 130
 
 @click.group(cls=BenchGroup)
 @click.version_option(package_name="bench")
-def cli() -> None:
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Show the traceback of an internal error here instead of writing it to a file (env BENCH_DEBUG=1).",
+)
+def cli(debug: bool) -> None:
     """Benchmark deep learning frameworks against each other, honestly and reproducibly.
 
     \b
@@ -136,7 +141,7 @@ def run(
         raise ConfigError("--pack spreads runs over a Ray cluster's nodes: use it with --executor ray")
     m = matrix.load_matrix(Path(matrix_path))
     configs = list(m.configs)
-    if only:
+    if only is not None:  # `--only ""` is an empty filter, an error: never the whole matrix
         configs = matrix.select(configs, matrix.parse_only(only))
         if not configs:
             raise ConfigError(f"--only {only}: matches none of the {len(m.configs)} configurations")
@@ -233,7 +238,7 @@ def run(
 @click.option(
     "--compare",
     nargs=2,
-    type=int,
+    type=IdType("--compare"),
     default=None,
     metavar="SWEEP_A SWEEP_B",
     help="Per configuration in both sweeps: epoch seconds and peak RSS of each, B/A, and "
@@ -313,7 +318,7 @@ def report(
 
 
 @cli.command()
-@click.argument("run_id", type=int)
+@click.argument("run_id", type=IdType("inspect RUN_ID"))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(
     "--plot",
@@ -345,7 +350,7 @@ def inspect(run_id: int, fmt: str, plot_path: str | None, db_url: str) -> None:
 
 
 @cli.command()
-@click.argument("run_id", type=int)
+@click.argument("run_id", type=IdType("timeline RUN_ID"))
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True
 )
@@ -371,7 +376,7 @@ def timeline(run_id: int, fmt: str, phase: str | None, db_url: str) -> None:
 
 
 @cli.command()
-@click.argument("run_id", type=int)
+@click.argument("run_id", type=IdType("rerun RUN_ID"))
 @click.option(
     "--runs-dir", default=None, help="Where the run folder goes (default: bench-runs/ beside the database)."
 )

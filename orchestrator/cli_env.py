@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from orchestrator import envs
-from orchestrator.cli_options import env_dir_option
+from orchestrator.cli_options import FieldType, env_dir_option
 from orchestrator.config import FRAMEWORKS
 from orchestrator.errors import ConfigError
 from orchestrator.terminal import echo, safe_line
@@ -20,8 +20,8 @@ from workers.models import check_image_size
 @click.command("models")
 @click.option("--framework", "frameworks", multiple=True, help="Only this framework (repeatable).")
 @click.option("--model", "model_names", multiple=True, help="Only this model (repeatable).")
-@click.option("--classes", type=int, default=1000, show_default=True)
-@click.option("--image-size", type=int, default=224, show_default=True)
+@click.option("--classes", type=FieldType("classes", "--classes"), default=1000, show_default=True)
+@click.option("--image-size", type=FieldType("image_size", "--image-size"), default=224, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @env_dir_option
 def models_command(

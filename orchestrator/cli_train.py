@@ -16,11 +16,13 @@ from orchestrator.config import (
     FEATURES_NEED_INFERENCE,
     RunConfig,
     format_size,
+    synthetic_problem,
     validate_field,
 )
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
-from orchestrator.matrix import LIST_FIELDS, parse_only
+from orchestrator.filters import parse_value
+from orchestrator.matrix import LIST_FIELDS
 from orchestrator.progress import Progress
 from orchestrator.sweep import run_configs
 from orchestrator.tables import number
@@ -58,13 +60,13 @@ def build_config(values: dict[str, str | None]) -> RunConfig:
             except ValueError as exc:
                 raise ConfigError(f"{_option_name(key)}: {exc}") from None
             continue
+        # One value, never split on commas: `--lr "0.1,lr=0.2"` is a bad learning rate, not two.
         try:
-            (value,) = parse_only(f"{key}={raw}", _option_name(key))[key]
+            settings[key] = parse_value(key, raw.strip(), _option_name(key))
         except ConfigError as exc:
             raise ConfigError(
                 str(exc).replace(f"{_option_name(key)}: {key}:", f"{_option_name(key)}:")
             ) from None
-        settings[key] = value  # parse_only has validated it
     if settings.get("data_dir"):
         settings["data_dir"] = str(Path(settings["data_dir"]).resolve())
     config = RunConfig(**settings)
@@ -89,6 +91,9 @@ def _check(config: RunConfig) -> None:
             f"--batch-size: {config.batch_size} is larger than the training split of {config.train_size} "
             f"samples (dataset size {config.dataset_size}, validation fraction {config.val_fraction:g})"
         )
+    problem = synthetic_problem(config)
+    if problem:
+        raise ConfigError(f"--dataset-size: {problem}")
     if config.dataset != "synthetic" and not config.data_dir:
         raise ConfigError(f"--data-dir: dataset {config.dataset} needs the folder that holds it")
     if config.features and config.task != "inference":

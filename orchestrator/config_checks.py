@@ -21,6 +21,7 @@ from orchestrator.config import (
     RECURRENT_MODELS,
     TOKEN_DATASETS,
     RunConfig,
+    synthetic_problem,
     validate_field,
 )
 from orchestrator.errors import DatabaseError
@@ -53,6 +54,8 @@ def cross_field_problem(
     if config.features and config.task != "inference":
         return ("features", "task"), FEATURES_NEED_INFERENCE
     problem = _data_problem(config, check_paths) or _batch_problem(config)
+    if problem is None and (synthetic := synthetic_problem(config)):
+        problem = ("dataset_size", "image_size"), synthetic
     if problem:
         return problem
     try:

@@ -194,7 +194,7 @@ def _title(sweeps: Sequence[Row]) -> str:
 
 def timeline_matcher(text: str | None) -> tuple[Matcher | None, str]:
     """--timeline-config KEY=VALUE,...: which runs may give the timelines, and that in words."""
-    if not text:
+    if text is None:
         return (
             None,
             "per framework, the ok run with the most samples at the configuration most frameworks share",

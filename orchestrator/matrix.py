@@ -7,7 +7,6 @@ here, scalar by scalar, and checked with ``orchestrator.config.validate_field``.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import itertools
 import logging
@@ -22,35 +21,32 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from orchestrator.config import (
-    DATASETS,
-    DEVICES,
-    FAULTS,
     FIELD_NAMES,
-    FRAMEWORKS,
-    MODELS,
-    OPTIMIZERS,
     RunConfig,
+    shown,
     validate_field,
 )
 from orchestrator.config_checks import cross_field_problem
 from orchestrator.errors import ConfigError
+from orchestrator.filters import parse_only as parse_only  # re-exported: `bench run --only`
+from orchestrator.filters import select as select
+from orchestrator.filters import unknown_key, value_message
 
 logger = logging.getLogger(__name__)
 
 SECTIONS = ("name", "description", "settings", "axes", "exclude", "include")
 # A typo such as a long axis pasted twice should fail at load, not exhaust memory while expanding.
 MAX_CONFIGS = 100_000
+# The shipped matrices are a few KiB. The limit keeps everything after it linear in a small input:
+# YAML aliases let one short line name a large node many times, so counts are bounded as well.
+MAX_FILE_BYTES = 1 << 20
+MAX_ENTRIES = 10_000  # exclude or include entries
+MAX_DEPTH = 20  # YAML nesting; a matrix needs 4 (matrix, axes, a cpus axis, one CPU list)
+# Excluding is one set look-up per combination and distinct set of exclude keys.
+MAX_EXCLUDE_WORK = 2_000_000
 # Settings whose single value may itself be a list (on an axis: a list of lists).
 LIST_FIELDS = ("cpus",)
 
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "framework": FRAMEWORKS,
-    "model": MODELS,
-    "device": DEVICES,
-    "optimizer": OPTIMIZERS,
-    "dataset": DATASETS,
-    "fault": FAULTS,
-}
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 
@@ -81,9 +77,12 @@ def load_matrix(path: str | os.PathLike[str]) -> Matrix:
     """Read, validate and expand a matrix file; every problem is a one-line ``ConfigError``."""
     label = os.fspath(path)
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:  # at most one byte past the limit, whatever the file is
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{label}: cannot read matrix file: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{label}:1: matrix: the file is larger than {MAX_FILE_BYTES >> 10} KiB")
     reader = _Reader(label)
     root = _compose(label, data)
     # A section written as `settings:` with nothing after is null: the same as leaving it out.
@@ -96,6 +95,10 @@ def load_matrix(path: str | os.PathLike[str]) -> Matrix:
     settings = reader.fields(sections.get("settings"), "settings")
     configs = _expand(reader, sections, settings)
     includes = [settings | entry for entry in reader.entries(sections.get("include"), "include")]
+    if len(configs) + len(includes) > MAX_CONFIGS:
+        total = len(configs) + len(includes)
+        message = f"{total} configurations (at most {MAX_CONFIGS})"
+        raise reader.error(_key_line(root, "include"), "include", message)
     configs += [(_resolve(layer), layer) for layer in includes]
     if not configs:
         message = "no configurations: every combination is excluded and nothing is included"
@@ -120,20 +123,37 @@ def _compose(label: str, data: bytes) -> Node:
         line = data[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{label}:{line}: matrix: the file is not UTF-8 text") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
         problem = "; ".join(part for part in (exc.context, exc.problem) if part)
         raise ConfigError(f"{label}:{line}: yaml: {problem}") from None
     except yaml.reader.ReaderError as exc:
         line = text[: exc.position].count("\n") + 1
-        raise ConfigError(f"{label}:{line}: yaml: {exc.reason} character {exc.character!r}") from None
-    except RecursionError:
-        # PyYAML's composer recurses per nesting level; absurd nesting is a bad file, not a crash.
-        raise ConfigError(f"{label}:1: yaml: nesting too deep") from None
+        raise ConfigError(f"{label}:{line}: yaml: {exc.reason} character {shown(exc.character)}") from None
     if root is None:
         raise ConfigError(f"{label}:1: matrix: the file is empty")
     return root
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing nesting deeper than MAX_DEPTH as soon as it is met.
+
+    The composer recurses once per level (a RecursionError near 1000), and the scanner's work per
+    token grows with the open flow levels: a file of 100,000 `[` took 35 s to refuse after the fact.
+    """
+
+    depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, f"nesting deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 class _Reader:
@@ -165,7 +185,7 @@ class _Reader:
                 message = "merge keys are not supported: put shared values under settings"
                 raise self.error(line, name, message)
             if name not in valid:
-                raise self.error(line, name, _unknown_key(name, valid))
+                raise self.error(line, name, unknown_key(name, valid))
             values[name], lines[name] = value_node, line
         return values
 
@@ -181,14 +201,15 @@ class _Reader:
             return self._constructor.construct_object(node, deep=True)
         except Exception as exc:  # PyYAML's scalar constructors fail with many exception types
             detail = exc.problem if isinstance(exc, yaml.MarkedYAMLError) else exc
-            raise self.node_error(node, key, f"cannot read value {node.value!r}: {detail}") from None
+            message = f"cannot read value {shown(node.value)}: {shown(str(detail))}"
+            raise self.node_error(node, key, message) from None
 
     def text(self, node: Node | None, key: str, allow_empty: bool = True) -> str:
         if node is None:
             return ""
         value = self.scalar(node, key)
         if not isinstance(value, str) or not (allow_empty or value.strip()):
-            raise self.node_error(node, key, f"expected a non-empty string, got {value!r}")
+            raise self.node_error(node, key, f"expected a non-empty string, got {shown(value)}")
         return value
 
     def field(self, key: str, node: Node) -> _Value:
@@ -199,7 +220,7 @@ class _Reader:
         try:
             return _Value(validate_field(key, value), node.start_mark.line + 1)
         except ValueError as exc:
-            raise self.node_error(node, key, _value_message(key, value, exc)) from None
+            raise self.node_error(node, key, value_message(key, value, exc)) from None
 
     def fields(self, node: Node | None, key: str) -> _Layer:
         """A mapping of run settings, each validated and remembered with its line."""
@@ -212,7 +233,10 @@ class _Reader:
         if node is None:
             return []
         layers = []
-        for item in self.sequence(node, key, "a list of mappings"):
+        items = self.sequence(node, key, "a list of mappings")
+        if len(items) > MAX_ENTRIES:
+            raise self.node_error(node, key, f"{len(items)} entries (at most {MAX_ENTRIES})")
+        for item in items:
             layer = self.fields(item, key)
             if key == "exclude" and not layer:
                 raise self.node_error(item, key, "an empty entry would exclude everything")
@@ -223,24 +247,63 @@ class _Reader:
 def _expand(reader: _Reader, sections: dict[str, Node], settings: _Layer) -> list[tuple[RunConfig, _Layer]]:
     """The cartesian product of the axes over the settings, less the excluded combinations."""
     axes = reader.mapping(sections["axes"], "axes", FIELD_NAMES) if "axes" in sections else {}
-    columns = [(key, _axis(reader, key, node)) for key, node in axes.items()]
-    size = math.prod(len(values) for _, values in columns)
+    # The size is known from the lists alone: a huge product is refused before any value is read.
+    size = math.prod(len(node.value) if isinstance(node, SequenceNode) else 1 for node in axes.values())
     if size > MAX_CONFIGS:
         raise reader.node_error(sections["axes"], "axes", f"{size} combinations (at most {MAX_CONFIGS})")
+    columns = [(key, _axis(reader, key, node)) for key, node in axes.items()]
     if not columns and sections.get("include") is not None:
         # Only includes: the settings are their defaults, not a configuration of their own.
         return []
+    excludes = reader.entries(sections.get("exclude"), "exclude")
+    groups = _exclude_groups(excludes)
+    if size * len(groups) > MAX_EXCLUDE_WORK:
+        message = (
+            f"{size} combinations against exclude entries of {len(groups)} different sets of keys"
+            f" is too much to check (at most {MAX_EXCLUDE_WORK} pairs): use fewer sets of keys"
+        )
+        raise reader.node_error(sections["exclude"], "exclude", message)
     layers = [
         settings | dict(zip(axes, combo, strict=True))
         for combo in itertools.product(*(v for _, v in columns))
     ]
-    configs = [(_resolve(layer), layer) for layer in layers]
-    excludes = reader.entries(sections.get("exclude"), "exclude")
+    return _exclude(reader, [(_resolve(layer), layer) for layer in layers], excludes, groups)
+
+
+_Groups = dict[tuple[str, ...], set[tuple[Any, ...]]]
+
+
+def _exclude_groups(excludes: list[_Layer]) -> _Groups:
+    """Exclude entries grouped by their set of keys: each combination then costs one set look-up
+    per group, not one comparison per entry."""
+    groups: _Groups = {}
     for entry in excludes:
-        if not any(_matches(config, entry) for config, _ in configs):
+        keys = tuple(sorted(entry))
+        groups.setdefault(keys, set()).add(tuple(entry[k].value for k in keys))
+    return groups
+
+
+def _exclude(
+    reader: _Reader, configs: list[tuple[RunConfig, _Layer]], excludes: list[_Layer], groups: _Groups
+) -> list[tuple[RunConfig, _Layer]]:
+    """The configurations no exclude entry matches; a warning for each entry that matched none."""
+    matched: set[tuple[tuple[str, ...], tuple[Any, ...]]] = set()
+    kept = []
+    for config, layer in configs:
+        hits = [(keys, v) for keys, values in groups.items() if (v := _values(config, keys)) in values]
+        matched.update(hits)
+        if not hits:
+            kept.append((config, layer))
+    for entry in excludes:
+        keys = tuple(sorted(entry))
+        if (keys, tuple(entry[k].value for k in keys)) not in matched:
             line = min(setting.line for setting in entry.values())
             logger.warning("%s:%d: exclude entry matches no configuration", reader.label, line)
-    return [(c, layer) for c, layer in configs if not any(_matches(c, e) for e in excludes)]
+    return kept
+
+
+def _values(config: RunConfig, keys: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(getattr(config, k) for k in keys)
 
 
 def _axis(reader: _Reader, key: str, node: Node) -> list[_Value]:
@@ -256,10 +319,6 @@ def _resolve(layer: _Layer) -> RunConfig:
     if config.framework == "fault" and config.fault is None:
         config = replace(config, fault="ok")
     return config
-
-
-def _matches(config: RunConfig, entry: _Layer) -> bool:
-    return all(getattr(config, key) == setting.value for key, setting in entry.items())
 
 
 def _check(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:
@@ -295,66 +354,6 @@ def _dedupe(configs: Iterable[RunConfig]) -> tuple[RunConfig, ...]:
     for config in configs:
         seen.setdefault(config.config_hash, config)
     return tuple(seen.values())
-
-
-def parse_only(text: str, option: str = "--only") -> dict[str, frozenset[Any]]:
-    """Parse ``key=value,key=value``; a key given twice accepts either value."""
-    only: dict[str, set[Any]] = {}
-    for item in text.split(","):
-        key, sep, raw = (part.strip() for part in item.partition("="))
-        if not sep or not key or not raw:
-            raise ConfigError(f"{option}: expected key=value, got {item.strip()!r}")
-        if key not in FIELD_NAMES:
-            raise ConfigError(f"{option}: {key}: {_unknown_key(key, FIELD_NAMES)}")
-        value = raw if key in _CHOICES else _typed(raw)
-        try:
-            only.setdefault(key, set()).add(validate_field(key, value))
-        except ValueError as exc:
-            raise ConfigError(f"{option}: {key}: {_value_message(key, value, exc)}") from None
-    return {key: frozenset(values) for key, values in only.items()}
-
-
-def select(configs: Iterable[RunConfig], only: dict[str, frozenset[Any]]) -> list[RunConfig]:
-    """The configurations whose every filtered field has one of the accepted values, in order."""
-    return [c for c in configs if all(getattr(c, key) in values for key, values in only.items())]
-
-
-def _typed(raw: str) -> Any:
-    # Command-line text has no YAML quirks to honour: 1e-3 is a number here, `yes` is not a boolean.
-    if raw.lower() in ("true", "false"):
-        return raw.lower() == "true"
-    for convert in (int, float):
-        try:
-            return convert(raw)
-        except ValueError:
-            pass
-    return raw
-
-
-def _value_message(key: str, value: Any, exc: ValueError) -> str:
-    message = str(exc)
-    if isinstance(value, str) and key in _CHOICES:
-        return message + _did_you_mean(value, _CHOICES[key])
-    if isinstance(value, str):
-        try:
-            float(value)
-        except ValueError:
-            return message
-        # YAML 1.1 reads 1e-3 (no dot) as text, a frequent surprise for learning rates.
-        message += " (quoted numbers and ones like 1e-3 are text in YAML: write 0.001 or 1.0e-3)"
-    return message
-
-
-def _unknown_key(key: str, valid: Sequence[str]) -> str:
-    hint = _did_you_mean(key, valid)
-    if not hint and len(valid) <= len(SECTIONS):
-        hint = f" (expected one of: {', '.join(valid)})"
-    return "unknown key" + hint
-
-
-def _did_you_mean(word: str, options: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, options, n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _is_null(node: Node) -> bool:

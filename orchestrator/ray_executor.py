@@ -78,7 +78,8 @@ def check_reachable(address: str) -> None:
     if address == "auto" or "://" in address:
         return
     host, _, port = address.rpartition(":")
-    if not port.isdigit() or not host:
+    # ASCII digits in a port's range: isdigit() took '²', and socket raises OverflowError past 65535.
+    if not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536 or not host or "\x00" in host:
         raise ConfigError(
             f"--address {address}: expected HOST:PORT (the head's GCS port, 6379), auto or ray://"
         )

@@ -18,10 +18,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from orchestrator import matrix
-from orchestrator.config import DEVICES, FIELD_NAMES, FRAMEWORKS, MODELS, OPTIMIZERS
+from orchestrator.config import DEVICES, FIELD_NAMES, FRAMEWORKS, MODELS, OPTIMIZERS, cut
 from orchestrator.db import Database
 from orchestrator.errors import BenchError, ConfigError
+from orchestrator.filters import MAX_FILTER_VALUES, parse_id, parse_only
 
 ALL = "all"
 SWEEP_COLUMNS = ("id", "name", "kind", "status", "started_at", "host", "machine")
@@ -37,9 +37,13 @@ def parse_sweeps(values: Iterable[str]) -> list[int] | str | None:
         for part in (p.strip() for p in str(value).split(",")):
             if part == ALL:
                 return ALL
-            if not part.isdigit():
-                raise ConfigError(f"--sweep {value}: expected sweep ids (3, or 3,5) or 'all'")
-            ids.append(int(part))
+            try:
+                ids.append(parse_id(part, "--sweep"))
+            except ConfigError:
+                message = f"--sweep {cut(str(value))}: expected sweep ids (3, or 3,5) or 'all'"
+                raise ConfigError(message) from None
+    if len(ids) > MAX_FILTER_VALUES:
+        raise ConfigError(f"--sweep: {len(ids)} sweeps (at most {MAX_FILTER_VALUES}; or --sweep all)")
     return sorted(set(ids)) or None
 
 
@@ -60,8 +64,9 @@ def pick_sweeps(db: Database, wanted: list[int] | str | None) -> list[dict[str, 
 
 
 def parse_where(text: str | None) -> dict[str, frozenset[Any]]:
-    """Validated like `bench run --only`: unknown keys and impossible values are one-line errors."""
-    return matrix.parse_only(text, "--where") if text else {}
+    """Validated like `bench run --only`: unknown keys and impossible values are one-line errors.
+    None is no filter; an empty text is an error (`--where ""` is more likely a mistake than "all")."""
+    return parse_only(text, "--where") if text is not None else {}
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,10 @@ class Selection:
 
 
 def selection(db: Database, sweeps: Iterable[str] = (), where: str | None = None) -> Selection:
-    """From the command line's text: `--sweep` values and the `--where` filter."""
-    return Selection(tuple(pick_sweeps(db, parse_sweeps(sweeps))), parse_where(where))
+    """From the command line's text: `--sweep` values and the `--where` filter (both parsed before
+    the database is read)."""
+    wanted, only = parse_sweeps(sweeps), parse_where(where)
+    return Selection(tuple(pick_sweeps(db, wanted)), only)
 
 
 def where_conditions(runs: sa.Table, where: dict[str, frozenset[Any]]) -> list[Any]:

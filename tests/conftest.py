@@ -54,7 +54,9 @@ def cli():
     runner = CliRunner()
 
     def invoke(*args: str):
-        return runner.invoke(bench_cli, list(args), catch_exceptions=False)
+        # BENCH_DEBUG: a bug met by a test raises with its traceback instead of becoming the CLI's
+        # one-line internal error (tests/test_hostile_parsers.py checks that line on its own).
+        return runner.invoke(bench_cli, list(args), catch_exceptions=False, env={"BENCH_DEBUG": "1"})
 
     return invoke
 
