@@ -121,6 +121,12 @@ def config_from_stored(text: Any, where: str) -> RunConfig:
     except (ValueError, RecursionError) as exc:
         detail = exc if isinstance(exc, ValueError) else "nested too deep"
         raise DatabaseError(f"{where}: not JSON ({detail})") from None
+    return config_from_data(data, where)
+
+
+def config_from_data(data: Any, where: str) -> RunConfig:
+    """A configuration bench wrote as a JSON object (a database row, an in-flight state file),
+    checked as strictly as a matrix; every problem one DatabaseError line starting with ``where``."""
     if not isinstance(data, dict):
         raise DatabaseError(f"{where}: expected a JSON object, got {type(data).__name__}")
     values = {key: _stored_value(key, value, where) for key, value in data.items()}

@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from orchestrator import capture, orphans, outcomes, record
-from orchestrator.config import FIELD_NAMES, RunConfig, validate_field
+from orchestrator.config import RunConfig
+from orchestrator.config_checks import config_from_data
 from orchestrator.db import Database, _sqlite_path
-from orchestrator.errors import BenchError
+from orchestrator.errors import BenchError, DatabaseError
 from orchestrator.execute import gather, now
 from orchestrator.sidecar import SAMPLES_FILE
 from profiler import timeline as timelines
@@ -41,7 +42,6 @@ STATE_VARIABLE = "BENCH_STATE_DIR"
 FILE_BYTES = 64 << 10  # what is read of a state file; bench's own are under 4 KiB
 TOKEN = re.compile(r"[0-9a-f]{32}")
 # Sizes are stored in bytes; their matrix parser reads a bare number as MiB.
-BYTE_FIELDS = ("memory_budget", "gpu_memory_budget")
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
@@ -220,20 +220,11 @@ def parse(text: bytes) -> dict[str, Any]:
 
 
 def config_from(raw: Any) -> RunConfig:
-    """A configuration as bench wrote it, checked field by field as a matrix's values are."""
-    if not isinstance(raw, dict) or set(raw) - set(FIELD_NAMES):
-        raise ValueError("config: not a configuration")
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        if value is None:
-            values[key] = None
-        elif key in BYTE_FIELDS:
-            if type(value) is not int or value <= 0:
-                raise ValueError(f"config: {key}: not a size in bytes")
-            values[key] = value
-        else:
-            values[key] = validate_field(key, value)
-    return RunConfig(**values)
+    """A configuration as bench wrote it, checked as a stored row's is (config_checks)."""
+    try:
+        return config_from_data(raw, "config")
+    except DatabaseError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _record(db: Database, data: dict[str, Any], reason: str) -> bool:
