@@ -223,7 +223,9 @@ def gather(
         epochs = list(outcome.result["epochs"])
     else:
         # A partial run's epochs come from its event stream: only those that can be stored.
-        epochs = [e for e in events if e.get("event") == "epoch_end" and not outcomes.epoch_problem(e)]
+        epochs = outcomes.unique_epochs(
+            [e for e in events if e.get("event") == "epoch_end" and not outcomes.epoch_problem(e)]
+        )
     return RunRecord(
         config=config,
         outcome=outcome,

@@ -50,6 +50,7 @@ EVENTS_TAIL = 10_000
 # worker is outside input; a 20 MB exception message must not become 76 MiB of database.
 RESULT_LIMIT = 16 << 20  # bytes of result.json; a larger one makes the run `invalid`
 EVIDENCE_LIMIT = 64 << 10  # bytes of each stored text: its head and tail, with what was cut between
+EPOCH_KEYS = ("repeat", "epoch", "steps", "images")
 EPOCH_NUMBERS = (
     "seconds",
     "steps",
@@ -206,8 +207,16 @@ def _shape_problem(data: dict[str, Any]) -> str | None:
     if data.get("epochs") is not None:
         if not isinstance(data["epochs"], list):
             return "the result file's epochs is not a list"
-        return next(filter(None, (epoch_problem(e) for e in data["epochs"])), None)
+        problem = next(filter(None, (epoch_problem(e) for e in data["epochs"])), None)
+        if problem is None and len(unique_epochs(data["epochs"])) != len(data["epochs"]):
+            problem = "the result has the same epoch of the same repeat twice"
+        return problem
     return None
+
+
+def unique_epochs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per (repeat, epoch), the last one reported: the epochs table's key."""
+    return list({(r["repeat"], r["epoch"]): r for r in records}.values())
 
 
 def _is_number(value: Any) -> bool:
@@ -218,6 +227,12 @@ def epoch_problem(record: Any) -> str | None:
     """Why an epoch record (result or epoch_end event) cannot be stored, or None."""
     if not isinstance(record, dict):
         return "the result has an epoch that is not a record"
+    for key in EPOCH_KEYS:  # the epochs table's NOT NULL columns: a row without one cannot be stored
+        value = record.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
+            return f"the result has an epoch whose {key} is not a count"
+    if not _is_number(record.get("seconds")) or record["seconds"] < 0:
+        return "the result has an epoch without valid seconds"
     for key in EPOCH_NUMBERS:
         if record.get(key) is not None and not _is_number(record[key]):
             return f"the result has an epoch whose {key} is not a number"

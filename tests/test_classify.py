@@ -40,8 +40,11 @@ def test_nonzero_exit_saying_out_of_memory_is_oom(tmp_path):
     assert classify(finished(1), tmp_path, 10).outcome == "oom"
 
 
+EPOCH = {"repeat": 0, "epoch": 1, "seconds": 1.0, "steps": 2, "images": 8}
+
+
 def test_ok_result_with_nonzero_exit_is_error(tmp_path):
-    (tmp_path / "result.json").write_text(json.dumps({"status": "ok", "epochs": [{"seconds": 1.0}]}))
+    (tmp_path / "result.json").write_text(json.dumps({"status": "ok", "epochs": [EPOCH]}))
     out = classify(finished(3), tmp_path, 10)
     assert out.outcome == "error" and "after reporting ok" in out.reason
 

@@ -287,6 +287,13 @@ def test_bounded_never_exceeds_its_limit_plus_the_marker(text, limit):
     out.encode("utf-8")  # always storable
 
 
+EPOCH = {"repeat": 0, "epoch": 1, "seconds": 1.0, "steps": 2, "images": 8}
+
+
+def ok_result(*epochs: dict) -> str:
+    return json.dumps({"status": "ok", "epochs": list(epochs)})
+
+
 def fake_worker(tmp_path: Path, result: bytes | str, events: str = "") -> Path:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -333,7 +340,18 @@ def test_an_oversize_result_file_is_invalid_without_reading_it(tmp_path):
     "result,problem",
     [
         ('{"status": "error", "exception": []}', "exception is not an object"),
-        ('{"status": "ok", "epochs": [{"seconds": 1, "images_per_second": "fast"}]}', "images_per_second"),
+        (
+            ok_result({**EPOCH, "images_per_second": "fast"}),
+            "images_per_second",
+        ),
+        (
+            '{"status": "ok", "epochs": [{"seconds": 1, "repeat": 0, "epoch": 1, "images": 8}]}',
+            "steps is not a count",
+        ),
+        (ok_result({**EPOCH, "images": -1}), "images is not a count"),
+        (ok_result({**EPOCH, "epoch": 2**70}), "epoch is not a count"),
+        (ok_result({**EPOCH, "repeat": True}), "repeat is not a count"),
+        (ok_result(EPOCH, EPOCH), "twice"),
         ('{"status": "oom", "device_memory": {"max_memory_reserved": "1G"}}', "device_memory"),
         ('{"status": "ok", "info": "x", "epochs": [{"seconds": 1}]}', "info is not an object"),
         (b"\xff\xfe", "malformed"),
@@ -381,3 +399,22 @@ def test_text_where_a_number_is_read_is_one_line_naming_run_and_column(recorded,
     assert result.exit_code == 1
     assert result.output.startswith(f"error: bench.db: run 1: {column}: expected a")
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_partial_runs_epochs_are_only_those_the_table_can_hold(tmp_path):
+    """Epoch events without a NOT NULL column, or the same epoch twice, would fail the insert and
+    lose the run: a stream a worker wrote keeps one record per epoch that can be stored."""
+    from orchestrator import execute
+    from orchestrator.config import RunConfig
+    from orchestrator.process import Finished
+
+    lines = [
+        {"event": "epoch_end", **EPOCH, "seconds": 1.0},
+        {"event": "epoch_end", **EPOCH, "seconds": 2.0},  # the same epoch again: the last one counts
+        {"event": "epoch_end", "repeat": 0, "epoch": 2, "seconds": 1.0},  # no steps, no images
+        {"event": "epoch_end", **EPOCH, "epoch": 3, "steps": "many"},
+    ]
+    run_dir = fake_worker(tmp_path, "{}", "".join(json.dumps(e) + "\n" for e in lines))
+    outcome = outcomes.classify(Finished(returncode=-9, wall_seconds=1.0), run_dir, 10.0)
+    rec = execute.gather(RunConfig(framework="fault"), outcome, run_dir, "now", None, "cmd", {})
+    assert [(e["epoch"], e["seconds"]) for e in rec.epochs] == [(1, 2.0)]
