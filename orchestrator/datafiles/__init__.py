@@ -52,24 +52,26 @@ def default_limits() -> Limits:
 
 def read_whole(path: Path, limits: Limits) -> bytes:
     """The bytes of a regular file no larger than `limits.max_bytes` (a file that grows while it is
-    read is refused too, rather than read without end)."""
+    read is refused, rather than read without end)."""
     if not os.path.isfile(path):  # before open: opening a FIFO would wait for a writer
         raise DatasetError(f"{path}: not a regular file")
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             check_size(path, size, limits, "the file")
-            data = f.read(limits.max_bytes + 1)
+            data = f.read(size + 1)  # read(n) allocates n bytes first: n is the checked size
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    check_size(path, len(data), limits, "the file")
+    if len(data) > size:
+        raise DatasetError(f"{path}: the file grew while it was read")
     return data
 
 
 def check_size(path: Path | str, size: int, limits: Limits, what: str) -> None:
     """A size a file declares (or has) against the limit, before anything that large is allocated."""
     if size > limits.max_bytes:
-        raise DatasetError(
-            f"{path}: {what} would take {size:,} bytes, more than bench's limit of "
-            f"{limits.max_bytes:,} bytes for a dataset"
-        )
+        raise DatasetError(f"{path}: {too_big(size, limits, what)}")
+
+
+def too_big(size: int, limits: Limits, what: str) -> str:
+    return f"{what} would take {size:,} bytes, more than bench's limit of {limits.max_bytes:,} bytes for a dataset"

@@ -20,7 +20,7 @@ from typing import IO
 
 import numpy as np
 
-from orchestrator.datafiles import Limits, check_size, pickles, read_whole
+from orchestrator.datafiles import Limits, pickles, read_whole, too_big
 from orchestrator.errors import DatasetError
 
 MEMBER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\.npy")
@@ -74,12 +74,15 @@ def _check_directory(
         stored = info.compress_type == zipfile.ZIP_STORED
         if info.file_size > (info.compress_size if stored else MAX_DEFLATE_RATIO * info.compress_size + 1024):
             raise Malformed(f"member {name} declares {info.file_size:,} bytes from {info.compress_size:,}")
-        check_size(name, info.file_size, limits, "the member")
+        if info.file_size > limits.max_bytes:
+            raise Malformed(f"member {name}: {too_big(info.file_size, limits, 'its data')}")
         infos[name] = info
     missing = expected - set(infos)
     if missing:
         raise Malformed(f"no member {', '.join(sorted(missing))}")
-    check_size("the archive", sum(i.file_size for i in infos.values()), limits, "its members together")
+    total = sum(i.file_size for i in infos.values())
+    if total > limits.max_bytes:
+        raise Malformed(too_big(total, limits, "its members together"))
     spans = sorted(
         (i.header_offset, i.header_offset + LOCAL_HEADER + len(i.filename) + i.compress_size)
         for i in infos.values()

@@ -33,7 +33,8 @@ from orchestrator.errors import DatasetError
 INT_WIDTHS = {0x4B: 1, 0x4D: 2, 0x4A: 4}  # BININT1, BININT2, BININT (signed)
 LEAF_TYPES = (bytes, str, int, float, bool, type(None), np.ndarray, np.generic, np.dtype, Global)
 # Approximate bytes of memory per object, for the budget (CPython's sizes, rounded up).
-COST_CONTAINER, COST_ITEM, COST_DICT_ITEM, COST_LEAF = 64, 8, 100, 48
+# A container also costs its entry in `depths`.
+COST_CONTAINER, COST_ITEM, COST_DICT_ITEM, COST_LEAF = 160, 8, 100, 48
 
 __all__ = ["Refused", "load", "loads"]
 
