@@ -79,7 +79,7 @@ def cifar_dict(data_ops: bytes, labels: list[int] | None = None) -> bytes:
 def npy(header: str, body: bytes, version: int = 1) -> bytes:
     """An .npy file with this header text (padded as numpy pads it) and body."""
     width = 2 if version == 1 else 4
-    raw = header.encode("latin-1")
+    raw = header.encode("utf-8" if version == 3 else "latin-1", "replace")
     raw += b" " * (-(len(raw) + 1 + 6 + 2 + width) % 64) + b"\n"
     return b"\x93NUMPY" + bytes([version, 0]) + len(raw).to_bytes(width, "little") + raw + body
 
@@ -108,11 +108,17 @@ def imdb_members(n: int = 6) -> dict[str, bytes]:
     }
 
 
-def write_zip(path: Path, members: list[tuple[str, bytes]], compression: int = zipfile.ZIP_STORED) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", compression) as archive:
+def zip_bytes(members: list[tuple[str, bytes]], compression: int = zipfile.ZIP_STORED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression) as archive:
         for name, data in members:
             archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def write_zip(path: Path, members: list[tuple[str, bytes]], compression: int = zipfile.ZIP_STORED) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(zip_bytes(members, compression))
     return path
 
 

@@ -74,4 +74,5 @@ def check_size(path: Path | str, size: int, limits: Limits, what: str) -> None:
 
 
 def too_big(size: int, limits: Limits, what: str) -> str:
-    return f"{what} would take {size:,} bytes, more than bench's limit of {limits.max_bytes:,} bytes for a dataset"
+    limit = f"{limits.max_bytes:,}"
+    return f"{what} would take {size:,} bytes, more than bench's limit of {limit} bytes for a dataset"

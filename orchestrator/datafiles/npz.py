@@ -14,7 +14,9 @@ from __future__ import annotations
 import ast
 import io
 import re
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 from typing import IO
 
@@ -51,7 +53,15 @@ def read_members(path: Path, limits: Limits, kinds: dict[str, str]) -> dict[str,
         raise DatasetError(f"{path}: {exc}") from None
     except pickles.Refused as exc:
         raise DatasetError(f"{path}: an object member holds {exc}") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        zlib.error,
+        struct.error,
+        OSError,
+        EOFError,
+        ValueError,
+    ) as exc:
         raise DatasetError(f"{path}: not a readable .npz archive: {exc}") from None
     except (NotImplementedError, RuntimeError) as exc:  # zipfile: unknown compression, encryption
         raise DatasetError(f"{path}: not a readable .npz archive: {exc}") from None

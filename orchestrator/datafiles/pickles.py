@@ -53,6 +53,10 @@ def loads(data: bytes, limits: Limits, object_arrays: bool = False) -> object:
     return _Machine(data, limits, object_arrays).run()
 
 
+class _Args(tuple):
+    """A tuple holding one of the allowed functions: the arguments of a call, and nothing else."""
+
+
 def _is_container(value: object) -> bool:
     return type(value) in (list, dict, tuple)
 
@@ -133,8 +137,8 @@ class _Machine:
                 f"{len(self.data) - self.pos} bytes follow the pickle's STOP at byte {self.pos - 1}"
             )
         value = self.stack.pop()
-        if isinstance(value, (Global, Pending)):
-            raise Refused("the pickle holds a bare reference to a function, not data")
+        if isinstance(value, (Global, Pending, _Args)):
+            raise Refused("the pickle holds a reference to a function, not data")
         return value
 
     def fail(self, why: str) -> Refused:
@@ -224,7 +228,7 @@ class _Machine:
 
     def admit(self, value: object, parent: object) -> None:
         """`value` may go into `parent`: data (not a half-built array), and not too deep."""
-        if isinstance(value, Pending) or (isinstance(value, Global) and type(parent) is not tuple):
+        if isinstance(value, (Pending, _Args)) or (isinstance(value, Global) and type(parent) is not _Args):
             raise self.fail("a function or an unfinished array is used as data")
         depth = self.depth(value) + 1
         if depth > self.limits.max_depth:
@@ -239,7 +243,7 @@ class _Machine:
 
     def make_tuple(self, items: list[object]) -> tuple[object, ...]:
         self.charge(COST_CONTAINER + COST_ITEM * len(items))
-        value = tuple(items)
+        value = _Args(items) if any(isinstance(item, Global) for item in items) else tuple(items)
         self.depths[id(value)] = 1
         for item in items:
             self.admit(item, value)
@@ -332,7 +336,7 @@ class _Machine:
 
     def reduce(self) -> None:
         args, func = self.pop(), self.pop()
-        if not isinstance(func, Global) or type(args) is not tuple:
+        if not isinstance(func, Global) or not isinstance(args, tuple):
             raise self.fail("a REDUCE that does not call an allowed function with a tuple")
         try:
             value = call(func.name, args, self.limits.max_bytes)
