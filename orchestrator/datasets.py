@@ -217,15 +217,23 @@ def prepare(config: RunConfig) -> Path | None:
 
 
 def check_fits(config: RunConfig, path: Path) -> None:
-    """The configuration asks for no more images or classes than the file holds."""
+    """The configuration asks for no more images or classes than the file holds, and the file is
+    whole: what the worker will read (x's header, y, classes) is what bench wrote."""
+    damaged = f"{path}: bench's decoded copy of {config.data_dir} is damaged"
+    damaged += "; delete it and bench decodes the data again"
     try:
         with np.load(path) as data:  # bench's own file, read without pickles all the same
-            available, classes = len(data["y"]), len(data["classes"])
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-        raise DatasetError(
-            f"{path}: bench's decoded copy of {config.data_dir} is unreadable ({exc}); "
-            "delete it and bench decodes the data again"
-        ) from None
+            y, names = data["y"], data["classes"]
+            with data.zip.open("x.npy") as fp:
+                descr, _, shape, _ = npz.read_header(fp, "x.npy")
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, npz.Malformed) as exc:
+        raise DatasetError(f"{damaged} ({exc})") from None
+    available, classes = len(y), len(names)
+    expected = ("<i4", 2) if config.dataset == "imdb" else ("|u1", 4)
+    if (descr, len(shape)) != expected or shape[0] != available or y.ndim != 1 or y.dtype != np.int64:
+        raise DatasetError(damaged)
+    if available and (y.min() < 0 or y.max() >= classes):
+        raise DatasetError(damaged)
     if config.dataset_size > available:
         raise DatasetError(
             f"dataset_size {config.dataset_size} is more than the {available} images in {config.data_dir}"

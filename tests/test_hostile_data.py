@@ -530,6 +530,19 @@ def test_an_unreadable_cached_copy_is_a_data_error(tmp_path, photos):
         framework="pytorch", dataset="image_folder", data_dir=str(photos), classes=2, dataset_size=4
     )
     path = datasets.prepare(cfg)
-    path.write_bytes(path.read_bytes()[:100])
-    with pytest.raises(DatasetError, match="delete it and bench decodes the data again"):
-        datasets.check_fits(cfg, path)
+    datasets.check_fits(cfg, path)
+    whole = path.read_bytes()
+    names = ("classes.npy", h.npy_of(np.array(["a", "b"])))
+
+    def cache(x: np.ndarray, y: np.ndarray) -> bytes:
+        return h.zip_bytes([("x.npy", h.npy_of(x)), ("y.npy", h.npy_of(y)), names])
+
+    for damage in (
+        whole[:100],  # cut short
+        cache(np.zeros((6, 3, 8, 8), np.float64), np.zeros(6, np.int64)),  # pixels of another type
+        cache(np.zeros((6, 3, 8, 8), np.uint8), np.full(6, 7)),  # labels past the classes
+        cache(np.array([None] * 6), np.zeros(6, np.int64)),  # an object array
+    ):
+        path.write_bytes(damage)
+        with pytest.raises(DatasetError, match="is damaged; delete it and bench decodes the data again"):
+            datasets.check_fits(cfg, path)

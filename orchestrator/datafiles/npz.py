@@ -106,7 +106,7 @@ def _check_directory(
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, kind: str, limits: Limits) -> object:
     name = info.filename
     with archive.open(info) as fp:
-        descr, fortran, shape, header_size = _header(fp, name)
+        descr, fortran, shape, header_size = read_header(fp, name)
         body = info.file_size - header_size
         if body < 0:
             raise Malformed(f"member {name} is shorter than its own header")
@@ -128,7 +128,7 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, kind: str, limits: 
     return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
 
 
-def _header(fp: IO[bytes], name: str) -> tuple[str, bool, tuple[int, ...], int]:
+def read_header(fp: IO[bytes], name: str) -> tuple[str, bool, tuple[int, ...], int]:
     """(descr, fortran_order, shape, bytes before the data) of an .npy stream, checked."""
     start = fp.read(len(MAGIC) + 2)
     if (
