@@ -12,54 +12,38 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import pickle
+import zipfile
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
+from orchestrator import datafiles
 from orchestrator.config import RunConfig
-from orchestrator.errors import BenchError
+from orchestrator.datafiles import images, npz, pickles
+from orchestrator.errors import DatasetError
 
 log = logging.getLogger(__name__)
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
+__all__ = ["DatasetError", "prepare", "prepare_all", "check_fits", "load_data_pickle", "cache_dir"]
+
+IMAGE_SUFFIXES = images.SUFFIXES
 CIFAR_FILES = {
     "cifar10": ([f"data_batch_{i}" for i in range(1, 6)], b"labels"),
     "cifar100": (["train"], b"fine_labels"),
 }
+CIFAR_PIXELS = 3 * 32 * 32
 
 
-# What the CIFAR python batches hold, and nothing more: numpy arrays (and numpy scalars in label
-# lists), rebuilt by these reconstructors, whichever numpy (1.x: numpy.core, 2.x: numpy._core) or
-# Python (2's cPickle, 3's protocols 2 to 5) wrote them. Dicts, lists, bytes and str need no global.
-# Every other global (os.system, builtins.eval, subprocess.Popen, ...) is refused before it is
-# looked up, so a hostile data folder cannot run code through a __reduce__.
-CORES = ("core", "_core")
-SAFE_GLOBALS = {
-    ("numpy", "ndarray"),
-    ("numpy", "dtype"),
-    ("_codecs", "encode"),  # how Python 3 writes bytes at protocol 2
-    *((f"numpy.{core}.multiarray", name) for core in CORES for name in ("_reconstruct", "scalar")),
-    *((f"numpy.{core}.numeric", "_frombuffer") for core in CORES),
-}
-
-
-class DatasetError(BenchError):
-    """A dataset folder is missing, empty or not in the expected format."""
-
-
-class _DataUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> object:
-        if (module, name) not in SAFE_GLOBALS:
-            raise pickle.UnpicklingError(f"refused to load {module}.{name}: a data file holds only arrays")
-        # numpy 2 reads numpy 1's pickles through its numpy.core shim; go to the module itself
-        return super().find_class(module.replace("numpy.core.", "numpy._core."), name)
+def limits() -> datafiles.Limits:
+    """The limits every reader works within (docs/datasets.md, "Data folders are untrusted input")."""
+    return datafiles.default_limits()
 
 
 def load_data_pickle(path: Path) -> object:
-    """The object in a python-pickle data file, admitting only dicts, lists, bytes/str and numpy arrays."""
-    with open(path, "rb") as f:
-        return _DataUnpickler(f, encoding="bytes").load()
+    """The value in a python-pickle data file: dicts, lists, tuples, bytes, str, numbers and numeric
+    numpy arrays, and nothing else (orchestrator/datafiles/pickles.py); DatasetError otherwise."""
+    return pickles.load(path, limits(), "not a plain-data python pickle")
 
 
 def cache_dir() -> Path:
@@ -69,28 +53,12 @@ def cache_dir() -> Path:
     return Path(cache) / "bench" / "datasets"
 
 
-def _image_files(root: Path) -> list[tuple[str, Path]]:
-    classes = sorted(p for p in root.iterdir() if p.is_dir())
-    files = [
-        (c.name, f)
-        for c in classes
-        for f in sorted(c.rglob("*"))
-        if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES
-    ]
-    if len(classes) < 2 or not files:
-        raise DatasetError(
-            f"{root}: an image_folder needs one subfolder per class (at least 2) holding images "
-            f"({', '.join(IMAGE_SUFFIXES)}); found {len(classes)} subfolders, {len(files)} images"
-        )
-    return files
-
-
 def _sources(config: RunConfig) -> list[Path]:
     root = Path(config.data_dir or "")
     if not root.is_dir():
         raise DatasetError(f"data_dir {root}: no such folder")
     if config.dataset == "image_folder":
-        return [f for _, f in _image_files(root)]
+        return [f for _, f in images.list_images(root, limits())]
     if config.dataset == "imdb":
         if not (root / IMDB_FILE).is_file():
             raise DatasetError(
@@ -117,51 +85,58 @@ def _key(config: RunConfig, sources: list[Path]) -> str:
     return h.hexdigest()[:20]
 
 
-def _resize(images: np.ndarray, size: int) -> np.ndarray:
+def _resize(pixels: np.ndarray, size: int) -> np.ndarray:
     """(N, H, W, 3) uint8 → (N, 3, size, size) uint8, bilinear, the same for every dataset."""
     from PIL import Image
 
-    if images.shape[1:3] != (size, size):
-        images = np.stack(
-            [np.asarray(Image.fromarray(im).resize((size, size), Image.Resampling.BILINEAR)) for im in images]
-        )
-    return np.ascontiguousarray(images.transpose(0, 3, 1, 2))
+    out = np.empty((len(pixels), 3, size, size), dtype=np.uint8)
+    for i, im in enumerate(pixels):
+        if im.shape[:2] != (size, size):
+            im = np.asarray(Image.fromarray(im).resize((size, size), Image.Resampling.BILINEAR))
+        out[i] = im.transpose(2, 0, 1)
+    return out
 
 
 def _decode_folder(root: Path, size: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    from PIL import Image, UnidentifiedImageError
-
-    files = _image_files(root)
+    files = images.list_images(root, limits())
     classes = sorted({c for c, _ in files})
-    xs = []
-    for _, path in files:
-        try:
-            with Image.open(path) as im:
-                xs.append(np.asarray(im.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)))
-        except (OSError, UnidentifiedImageError) as exc:
-            raise DatasetError(f"{path}: cannot decode the image: {exc}") from None
-    x = np.ascontiguousarray(np.stack(xs).transpose(0, 3, 1, 2))
+    x = images.decode_all(root, [f for _, f in files], size, limits())
     y = np.array([classes.index(c) for c, _ in files], dtype=np.int64)
     return x, y, classes
 
 
+def _cifar_batch(path: Path, kind: str, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(data (N, 3072) uint8, labels (N,) int64) of one batch, as CIFAR's python batches hold them:
+    a dict with b'data' a uint8 (N, 3072) array and a list of N labels below `count`."""
+    _, label_key = CIFAR_FILES[kind]
+    what = f"not a {kind} python-pickle batch"
+    batch = pickles.load(path, limits(), what)
+    if type(batch) is not dict or b"data" not in batch or label_key not in batch:
+        raise DatasetError(f"{path}: {what}: no dict with {b'data'!r} and {label_key!r}")
+    data, labels = batch[b"data"], batch[label_key]
+    if not (isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 2):
+        raise DatasetError(f"{path}: {what}: {b'data'!r} is not a uint8 (N, {CIFAR_PIXELS}) array")
+    if data.shape[1] != CIFAR_PIXELS:
+        raise DatasetError(f"{path}: {what}: {b'data'!r} is not a uint8 (N, {CIFAR_PIXELS}) array")
+    if type(labels) is not list or not all(isinstance(v, (int, np.integer)) for v in labels):
+        raise DatasetError(f"{path}: {what}: {label_key!r} is not a list of integers")
+    y = np.array([int(v) for v in labels], dtype=np.int64)
+    if len(y) != len(data) or (len(y) and (y.min() < 0 or y.max() >= count)):
+        raise DatasetError(f"{path}: {what}: {label_key!r} is not {len(data)} labels from 0 to {count - 1}")
+    return data, y
+
+
 def _decode_cifar(config: RunConfig, sources: list[Path]) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    _, label_key = CIFAR_FILES[config.dataset]
-    xs, ys = [], []
-    for path in sources:
-        try:
-            batch = load_data_pickle(path)
-            if not isinstance(batch, dict):
-                raise ValueError(f"holds a {type(batch).__name__}, not a dict")
-            data = np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
-            labels = np.asarray(batch[label_key], dtype=np.int64)
-        except (OSError, pickle.UnpicklingError, KeyError, ValueError, TypeError, EOFError) as exc:
-            raise DatasetError(f"{path}: not a {config.dataset} python-pickle batch: {exc!r}") from None
-        xs.append(data)
-        ys.append(labels)
-    x = _resize(np.concatenate(xs).transpose(0, 2, 3, 1), config.image_size)
-    y = np.concatenate(ys)
     count = 10 if config.dataset == "cifar10" else 100
+    batches = [_cifar_batch(path, config.dataset, count) for path in sources]
+    total = sum(len(y) for _, y in batches)
+    size = config.image_size
+    datafiles.check_size(
+        config.data_dir or "", total * 3 * size * size, limits(), f"{total:,} decoded images"
+    )
+    pixels = np.concatenate([data for data, _ in batches]).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    x = _resize(pixels, size)
+    y = np.concatenate([y for _, y in batches])
     return x, y, [str(i) for i in range(count)]
 
 
@@ -169,31 +144,15 @@ IMDB_FILE = "imdb.npz"
 IMDB_PARTS = ("x_train", "y_train", "x_test", "y_test")
 
 
-def _npz_member(path: Path, name: str) -> np.ndarray:
-    """One array of an .npz, without numpy's unrestricted unpickling: a plain array is read with
-    allow_pickle=False; an object array (Keras's IMDB stores its reviews as lists of word ranks)
-    goes through the data unpickler, which admits arrays and lists and nothing that runs code."""
-    import zipfile
-
-    with zipfile.ZipFile(path) as archive, archive.open(f"{name}.npy") as fp:
-        version = np.lib.format.read_magic(fp)
-        fmt = np.lib.format
-        read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-        _, _, dtype = read_header(fp)
-        if not dtype.hasobject:
-            with np.load(path, allow_pickle=False) as data:
-                return np.asarray(data[name])
-        value = _DataUnpickler(fp, encoding="latin1").load()
-    if not isinstance(value, np.ndarray):
-        raise ValueError(f"{name} holds a {type(value).__name__}, not an array")
-    return value
-
-
 def _word_ranks(value: object, name: str) -> list[int]:
-    if not isinstance(value, (list, tuple, np.ndarray)):
-        kind = type(value).__name__
-        raise ValueError(f"{name} holds a {kind} where a review (a list of word ranks) belongs")
-    ranks = [int(w) for w in value]
+    if type(value) is list and all(isinstance(w, (int, np.integer)) for w in value):
+        ranks = [int(w) for w in value]
+    elif isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iu":
+        ranks = value.tolist()
+    else:
+        raise ValueError(
+            f"{name} holds a {type(value).__name__} where a review (a list of word ranks) belongs"
+        )
     if any(w < 0 for w in ranks):
         raise ValueError(f"{name} holds a negative word rank")
     return ranks
@@ -207,13 +166,16 @@ def _decode_imdb(config: RunConfig, sources: list[Path]) -> tuple[np.ndarray, np
     from workers import models
 
     path = sources[0]
+    kinds = {"x_train": "object", "y_train": "int", "x_test": "object", "y_test": "int"}
+    members = npz.read_members(path, limits(), kinds)
     xs, ys = [], []
     try:
         for part in ("train", "test"):
-            reviews, labels = _npz_member(path, f"x_{part}"), _npz_member(path, f"y_{part}")
+            reviews = cast(list, members[f"x_{part}"])  # what read_members makes of each kind
+            labels = cast(np.ndarray, members[f"y_{part}"])
             if len(reviews) != len(labels):
                 raise ValueError(f"x_{part} has {len(reviews)} reviews but y_{part} {len(labels)} labels")
-            labels = np.asarray(labels).astype(np.int64)
+            labels = labels.astype(np.int64)
             if labels.size and (labels.min() < 0 or labels.max() > 1):
                 raise ValueError(f"y_{part} holds labels other than 0 and 1")
             x = np.zeros((len(reviews), models.SEQ_LEN), dtype=np.int32)
@@ -223,7 +185,7 @@ def _decode_imdb(config: RunConfig, sources: list[Path]) -> tuple[np.ndarray, np
                 x[i, models.SEQ_LEN - len(ids) :] = ids
             xs.append(x)
             ys.append(labels)
-    except (OSError, KeyError, ValueError, TypeError, EOFError, pickle.UnpicklingError) as exc:
+    except ValueError as exc:
         parts = ", ".join(IMDB_PARTS)
         raise DatasetError(f"{path}: not an IMDB word-rank archive ({parts}): {exc}") from None
     return np.concatenate(xs), np.concatenate(ys), ["negative", "positive"]
@@ -246,16 +208,32 @@ def prepare(config: RunConfig) -> Path | None:
     else:
         x, y, classes = _decode_cifar(config, sources)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
+    tmp = path.with_name(
+        f"{path.name}.{os.getpid()}.tmp.npz"
+    )  # two sweeps decoding at once each write their own
     np.savez(tmp, x=x, y=y, classes=np.array(classes))
     tmp.rename(path)  # whole or absent: a sweep killed mid-write leaves no half file behind
     return path
 
 
 def check_fits(config: RunConfig, path: Path) -> None:
-    """The configuration asks for no more images or classes than the file holds."""
-    with np.load(path) as data:
-        available, classes = len(data["y"]), len(data["classes"])
+    """The configuration asks for no more images or classes than the file holds, and the file is
+    whole: what the worker will read (x's header, y, classes) is what bench wrote."""
+    damaged = f"{path}: bench's decoded copy of {config.data_dir} is damaged"
+    damaged += "; delete it and bench decodes the data again"
+    try:
+        with np.load(path) as data:  # bench's own file, read without pickles all the same
+            y, names = data["y"], data["classes"]
+            with data.zip.open("x.npy") as fp:
+                descr, _, shape, _ = npz.read_header(fp, "x.npy")
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, npz.Malformed) as exc:
+        raise DatasetError(f"{damaged} ({exc})") from None
+    available, classes = len(y), len(names)
+    expected = ("<i4", 2) if config.dataset == "imdb" else ("|u1", 4)
+    if (descr, len(shape)) != expected or shape[0] != available or y.ndim != 1 or y.dtype != np.int64:
+        raise DatasetError(damaged)
+    if available and (y.min() < 0 or y.max() >= classes):
+        raise DatasetError(damaged)
     if config.dataset_size > available:
         raise DatasetError(
             f"dataset_size {config.dataset_size} is more than the {available} images in {config.data_dir}"

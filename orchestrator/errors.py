@@ -21,3 +21,7 @@ class EnvironmentSetupError(BenchError):
 
 class RunNotFound(BenchError):
     """No run with the id asked for."""
+
+
+class DatasetError(BenchError):
+    """A data folder or file is missing, malformed, hostile or larger than bench's limits; names the file."""
