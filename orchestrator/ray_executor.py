@@ -310,7 +310,7 @@ class RayExecutor:
         for ref in flights:
             self.ray.cancel(ref, force=True)
         self._drain_starts(flights, progress)
-        reason = "the sweep was interrupted (Ctrl-C or SIGTERM); its Ray task was cancelled (force)"
+        reason = "the sweep was interrupted (Ctrl-C, SIGTERM or SIGHUP); its Ray task was cancelled (force)"
         for flight in [f for f in flights.values() if f.begun]:
             yield self._lost(flight, outcomes.Outcome("interrupted", reason=reason))
         flights.clear()

@@ -13,10 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.config import RunConfig
+from orchestrator.outcomes import RESULT_LIMIT
 from profiler import nsys
 
 KERNELS_FILE = "kernels.json"
 BACKEND_VARIABLE = "BENCH_TRACE_BACKEND"  # workers/trace.py NSYS_VARIABLE
+# What is kept of a trace the worker wrote: distinct kernel or operator names (a real trace has
+# hundreds to a few thousand), the length of one (C++ template names run to a few thousand
+# characters), and its notes.
+MAX_RECORDS = 100_000
+MAX_NAME = 16_384
+MAX_NOTES = 100
 
 
 def wrap(config: RunConfig, cmd: list[str], env: dict[str, str]) -> tuple[list[str], str | None]:
@@ -38,7 +45,9 @@ def collect(config: RunConfig, run_dir: Path, result: dict[str, Any] | None, not
     if not isinstance(trace, dict):
         return None
     trace = dict(trace)
-    trace["notes"] = list(trace.get("notes") or []) + ([note] if note else [])
+    notes = trace.get("notes")
+    notes = [str(n) for n in notes[:MAX_NOTES]] if isinstance(notes, list) else []
+    trace["notes"] = notes + ([note] if note else [])
     if trace.get("backend") == "nsys":
         export = run_dir / f"{nsys.REPORT}.sqlite"
         try:
@@ -50,9 +59,13 @@ def collect(config: RunConfig, run_dir: Path, result: dict[str, Any] | None, not
 
 
 def _read(path: Path) -> Any:
+    """kernels.json as the worker left it: read only up to the bound on a result (a larger one is
+    no trace), and anything that is not JSON is no trace either."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        with open(path, "rb") as f:
+            raw = f.read(RESULT_LIMIT + 1)
+        return json.loads(raw.decode("utf-8", "replace")) if len(raw) <= RESULT_LIMIT else None
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -73,7 +86,23 @@ def records(trace: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The trace's records, each with its backend and device."""
     if not trace:
         return []
-    backend, device = trace.get("backend") or "", trace.get("device") or ""
-    return [
-        {"backend": backend, "device": r.get("device") or device, **r} for r in trace.get("records") or []
-    ]
+    backend, device = str(trace.get("backend") or ""), str(trace.get("device") or "")
+    raw = trace.get("records")
+    records = [r for r in raw[:MAX_RECORDS] if _usable(r)] if isinstance(raw, list) else []
+    return [{"backend": backend, **r, "device": str(r.get("device") or device)} for r in records]
+
+
+def _usable(record: Any) -> bool:
+    """A record the kernels table can hold: a name of sane length, a count, a finite time. The
+    worker (or nsys's export) is outside input; a record that is not one is left out, not fatal."""
+    if not isinstance(record, dict) or not isinstance(record.get("name"), str):
+        return False
+    calls, seconds = record.get("calls") or 0, record.get("total_seconds") or 0.0
+    return (
+        len(record["name"]) <= MAX_NAME
+        and type(calls) is int
+        and 0 <= calls < 1 << 62
+        and isinstance(seconds, (int, float))
+        and not isinstance(seconds, bool)
+        and 0 <= seconds < 1e12
+    )

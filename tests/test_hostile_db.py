@@ -418,3 +418,33 @@ def test_a_partial_runs_epochs_are_only_those_the_table_can_hold(tmp_path):
     outcome = outcomes.classify(Finished(returncode=-9, wall_seconds=1.0), run_dir, 10.0)
     rec = execute.gather(RunConfig(framework="fault"), outcome, run_dir, "now", None, "cmd", {})
     assert [(e["epoch"], e["seconds"]) for e in rec.epochs] == [(1, 2.0)]
+
+
+def test_a_hostile_kernel_trace_keeps_only_records_the_table_can_hold(tmp_path):
+    """kernels.json is the worker's: records that are not records, without a name, with a count
+    that is text or a time that is infinite are left out; what remains is classified as usual."""
+    from orchestrator import tracing
+    from orchestrator.config import RunConfig
+    from profiler import kernels as kernel_classes
+
+    good = {"name": "volta_sgemm_128x64_nn", "calls": 3, "total_seconds": 0.5}
+    trace = {
+        "backend": "cupti",
+        "notes": "not a list",
+        "records": [good, 5, {"calls": 1}, {**good, "calls": "many"}, {**good, "total_seconds": 1e400}],
+    }
+    (tmp_path / tracing.KERNELS_FILE).write_text(json.dumps(trace).replace("Infinity", "1e400"))
+    config = RunConfig(framework="fault", trace="kernels")
+    collected = tracing.collect(config, tmp_path, None, "a note")
+    assert collected is not None and collected["notes"] == ["a note"]
+    rows = kernel_classes.rows(tracing.records(collected))
+    assert [(r["name"], r["calls"]) for r in rows] == [("volta_sgemm_128x64_nn", 3)]
+
+
+def test_an_oversized_kernel_trace_is_no_trace(tmp_path, monkeypatch):
+    from orchestrator import tracing
+    from orchestrator.config import RunConfig
+
+    monkeypatch.setattr(tracing, "RESULT_LIMIT", 100)
+    (tmp_path / tracing.KERNELS_FILE).write_text(json.dumps({"records": [{"name": "x" * 200}]}))
+    assert tracing.collect(RunConfig(framework="fault", trace="kernels"), tmp_path, None, None) is None
