@@ -63,6 +63,7 @@ EPOCH_NUMBERS = (
     "os_threads",
     "minor_faults",
 )
+EPOCH_COLUMNS = ("repeat", "epoch", *EPOCH_NUMBERS)  # what the epochs table keeps of a record
 # What frameworks print when they run out of memory without raising a Python exception.
 # A SIGKILL that bench did not send counts as the kernel's OOM killer when the run's RSS in its last
 # samples had come this close to the memory it could have.

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from orchestrator import __version__, hostinfo, tracing
 from orchestrator.db import Database, hide_passwords
 from orchestrator.execute import RunRecord, now, summarise, where_it_died
-from orchestrator.outcomes import bounded
+from orchestrator.outcomes import EPOCH_COLUMNS, bounded
 from profiler import energy
 from profiler import kernels as kernel_classes
 from profiler import timeline as timelines
@@ -148,23 +148,9 @@ def _extra(info: dict[str, Any], result: dict[str, Any], known: set[str]) -> dic
 
 
 def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
-    keys = (
-        "repeat",
-        "epoch",
-        "seconds",
-        "steps",
-        "images",
-        "images_per_second",
-        "seconds_per_image",
-        "train_loss",
-        "val_loss",
-        "val_accuracy",
-        "os_threads",
-        "minor_faults",
-    )
     joules = _energy(rec)["epoch_joules"]
     return [
-        {"run_id": run_id, **{k: e.get(k) for k in keys}, "gpu_joules": j}
+        {"run_id": run_id, **{k: e.get(k) for k in EPOCH_COLUMNS}, "gpu_joules": j}
         for e, j in zip(rec.epochs, joules, strict=True)
     ]
 
