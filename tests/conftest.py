@@ -69,8 +69,11 @@ def bench_command(*args: str) -> list[str]:
 def default_sigint() -> None:
     """preexec_fn for a bench process that a test interrupts with SIGINT: a shell starting the test
     run in the background (`cmd &`) leaves SIGINT ignored, and children inherit that, so Python
-    would install no KeyboardInterrupt handler and the test's Ctrl-C would do nothing."""
+    would install no KeyboardInterrupt handler and the test's Ctrl-C would do nothing. SIGHUP
+    likewise: under `nohup` it is ignored, and bench (rightly) keeps a signal ignored that was
+    ignored when it started, so a test's SIGHUP would do nothing."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")
