@@ -164,7 +164,9 @@ class Ledger:
                 _record(self.db, {**held.data, "config": RunConfig(**held.data["config"])}, reason)
             except (BenchError, sa.exc.SQLAlchemyError, OSError) as exc:
                 log.warning("could not record the run in %s: %s", run_dir, exc)
-                os.close(held.fd)  # the file stays, for the next bench
+                # The file stays, for the next bench; it says why this one left it.
+                _add_note(held.path, f"{reason}, and could not be recorded then ({str(exc)[:300]})")
+                os.close(held.fd)
                 del self.runs[run_dir]
                 continue
             self.done(run_dir)
@@ -189,6 +191,25 @@ def _end_processes(data: dict[str, Any], path: Path) -> int:
             except OSError:
                 pass
     return len(before | orphans.kill_marked(token))
+
+
+def _add_note(path: Path, note: str) -> None:
+    try:
+        with open(path, "a") as f:
+            f.write(f"note {json.dumps(note)}\n")
+    except OSError as exc:
+        log.warning("could not add a note to %s: %s", path, exc)
+
+
+def _note(path: Path) -> str | None:
+    """Why a living bench left this run unrecorded, where it could say (its last note)."""
+    try:
+        with open(path, "rb") as f:
+            lines = f.read(FILE_BYTES).split(b"\n")
+        notes = [json.loads(line[5:]) for line in lines[1:] if line.startswith(b"note ")]
+    except (OSError, ValueError, RecursionError):
+        return None
+    return notes[-1][:1000] if notes and isinstance(notes[-1], str) else None
 
 
 def _worker_line(path: Path) -> tuple[int, int] | None:
@@ -310,10 +331,9 @@ def reap_stale(db: Database, current_sweep: int, folder: Path | None) -> None:
 
 def _settle_run(db: Database, key: str, item: _Found) -> None:
     killed = _end_processes(item.data, item.path)
-    reason = (
-        f"bench was killed (SIGKILL, or it crashed) while this run was in flight; found by the next "
-        f"bench run at {now()}"
-        + (f", which ended {killed} process(es) the run had left running" if killed else "")
+    why = _note(item.path) or "bench was killed (SIGKILL, or it crashed) while this run was in flight"
+    reason = f"{why}; found by the next bench run at {now()}" + (
+        f", which ended {killed} process(es) the run had left running" if killed else ""
     )
     try:
         with _database(db, key, item.data["db"]) as target:

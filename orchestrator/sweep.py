@@ -123,7 +123,7 @@ def run_configs(
     with stop_signals_interrupt():
         folder = liveruns.state_dir()
         ledger = liveruns.Ledger(db, sweep_id, folder)
-        status, why = "interrupted", "Ctrl-C"
+        status, stopped = "interrupted", "the sweep was interrupted (Ctrl-C)"
         root = runs_root / f"sweep-{sweep_id}"
         jobs = (
             Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
@@ -139,14 +139,18 @@ def run_configs(
             except KeyboardInterrupt as exc:
                 # Here, not in the executor: while a run was being recorded, or between runs. The
                 # executor is told, stops what it still runs and yields those runs as interrupted.
-                result.interrupted, why = True, interrupt_name(exc)
+                result.interrupted = True
+                stopped = f"the sweep was interrupted ({interrupt_name(exc)})"
                 sink.record_all(_stopped(runs))
             status = "interrupted" if result.interrupted else "finished"
         except KeyboardInterrupt:  # a second one while the stopped runs were recorded
             result.interrupted = True
+        except Exception as exc:  # the database went away, a bug: the unrecorded run says which
+            stopped = f"the sweep stopped on an error ({type(exc).__name__}: {str(exc)[:300]})"
+            raise
         finally:
             runs.close()  # an executor stops whatever it still runs
-            ledger.close(f"the sweep was interrupted ({why}) before this run was recorded")
+            ledger.close(f"{stopped} before this run was recorded")
             record.end_sweep(db, sweep_id, status)
     return result
 
