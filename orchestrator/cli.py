@@ -158,6 +158,7 @@ def run(
         _dry_run(configs, done)
         return
     todo = [c for c in configs if c.config_hash not in done]
+    root = runs_root(db_url, runs_dir)
     if resume and sweep is None:
         echo(f"no earlier sweep named {m.name!r}: starting a new one", err=True)
     if sweep is not None:
@@ -177,7 +178,7 @@ def run(
             db,
             sweep_id,
             todo,
-            runs_root(db_url, runs_dir),
+            root,
             env_dir,
             progress,
             first_index=len(configs) - len(todo) + 1,
@@ -394,11 +395,10 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
     # The row is outside input: checked as strictly as a matrix, and before anything is recorded.
     config = config_from_stored(old["config_json"], f"{db.where}: run {run_id}: config_json")
     data_files = prepare_data([config])
+    root = runs_root(db_url, runs_dir)
     sweep_id = record.start_sweep(db, f"rerun of run {run_id}", "rerun", 1, None, None)
     progress = Progress(1, follow=True)
-    result = run_configs(
-        db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress, data_files=data_files
-    )
+    result = run_configs(db, sweep_id, [config], root, env_dir, progress, data_files=data_files)
     new_id = next(iter(result.outcomes), None)
     if new_id is not None:
         echo(

@@ -142,13 +142,24 @@ def env_dir_option(f: Any) -> Any:
 
 
 def runs_root(db_url: str, runs_dir: str | None) -> Path:
-    """Run folders go beside the SQLite file unless --runs-dir says otherwise."""
-    if runs_dir:
-        return Path(runs_dir).resolve()
+    """Run folders go beside the SQLite file unless --runs-dir says otherwise; the folder is made
+    here, before anything is recorded, so a path that cannot hold run folders is one line."""
     url = normalise_url(db_url)
-    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        return Path(url[len("sqlite:///") :]).resolve().parent / "bench-runs"
-    return Path("bench-runs").resolve()
+    if runs_dir:
+        root, what = Path(runs_dir), f"--runs-dir {runs_dir}"
+    elif url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        root, what = Path(url[len("sqlite:///") :]).parent / "bench-runs", "the run folders"
+    else:
+        root, what = Path("bench-runs"), "the run folders"
+    try:
+        root = root.resolve()
+        if root.exists() and not root.is_dir():
+            raise ConfigError(f"{what}: {root} is not a folder")
+        root.mkdir(parents=True, exist_ok=True)
+    except (OSError, RuntimeError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfigError(f"{what}: cannot make run folders in {root}: {why}") from None
+    return root
 
 
 def prepare_data(configs: list[RunConfig]) -> dict[str, Path]:

@@ -154,11 +154,10 @@ def train(runs_dir: str | None, db_url: str, env_dir: str | None, **values: str 
     config = build_config(values)
     data_files = prepare_data([config])
     db = Database(db_url, create=True)
+    root = runs_root(db_url, runs_dir)
     sweep_id = record.start_sweep(db, "train", "train", 1, None, None)
     progress = Progress(1)
-    result = run_configs(
-        db, sweep_id, [config], runs_root(db_url, runs_dir), env_dir, progress, data_files=data_files
-    )
+    result = run_configs(db, sweep_id, [config], root, env_dir, progress, data_files=data_files)
     for run_id in result.outcomes:
         echo(_summary(db, run_id))
     if result.interrupted:

@@ -105,6 +105,9 @@ class Database:
         if self.backend == "sqlite":
             if path is not None and not path.exists() and not create:
                 raise DatabaseError(f"no database at {path}: run `bench run --matrix FILE` first")
+            if path is not None and path.exists() and not path.is_file():
+                # A folder, a FIFO (SQLite would block or fail deep inside), a device.
+                raise DatabaseError(f"{path}: not a regular file: use another --db")
             self.engine: Engine = sa.create_engine(self.url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
             sa.event.listen(self.engine, "connect", _on_connect)
             with self._not_sqlite():
@@ -179,7 +182,7 @@ class Database:
             yield
         except sa.exc.DatabaseError as exc:
             if "file is not a database" not in str(exc) and "malformed" not in str(exc):
-                raise
+                raise _sqlite_error(self.where, exc) from None
             raise DatabaseError(
                 f"{self.where}: not a bench database (not SQLite): use another --db"
             ) from None
@@ -190,6 +193,8 @@ class Database:
         try:
             yield
         except sa.exc.DBAPIError as exc:
+            if self.backend == "sqlite":
+                raise _sqlite_error(self.where, exc) from None
             if self.backend != "postgresql":
                 raise
             explained = postgres.explain(exc, sa.engine.make_url(self.url), self.public_url)
@@ -263,6 +268,12 @@ def _bad_value(where: str, keys: list[str], row: Any, index: int, column: Any) -
     shown = repr(row[index])
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     return f"{where}: {which}: {keys[index]}: expected {expected}, got {shown}"
+
+
+def _sqlite_error(where: str, exc: sa.exc.DBAPIError) -> DatabaseError:
+    """SQLite's own complaint (cannot open, disk I/O error, read-only, disk full), in one line."""
+    detail = str(exc.orig).splitlines()[0] if exc.orig is not None else type(exc).__name__
+    return DatabaseError(f"{where}: SQLite says: {detail}")
 
 
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:

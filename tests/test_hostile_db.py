@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -218,6 +219,37 @@ def test_a_file_that_is_not_sqlite_is_refused_and_unchanged(workdir, cli, write_
         result = cli(*args, "--db", str(db))
         assert result.exit_code == 1 and "not a bench database (not SQLite)" in result.output
     assert db.read_bytes() == b"my notes, not a database\n" * 200
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device"])
+def test_a_database_path_that_is_not_a_file_is_one_line(workdir, cli, write_matrix, kind):
+    """SQLite would fail deep inside (a folder), or block (a FIFO): refused before it is opened."""
+    path = {"folder": workdir / "d", "fifo": workdir / "f", "device": Path("/dev/null")}[kind]
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    write_matrix("include:\n  - {framework: fault}\n")
+    for args in (("run", "--matrix", "m.yaml"), ("report",), ("inspect", "1")):
+        result = cli(*args, "--db", str(path))
+        assert result.exit_code == 1, result.output
+        assert result.output.strip() == f"error: {path}: not a regular file: use another --db"
+    assert not (workdir / "bench-runs").exists()
+
+
+def test_a_database_sqlite_cannot_open_is_one_line(workdir, cli, write_matrix):
+    write_matrix("include:\n  - {framework: fault}\n")
+    result = cli("run", "--matrix", "m.yaml", "--db", "sqlite:///no/such/folder/x.db")
+    assert result.exit_code == 1
+    assert result.output.strip() == "error: no/such/folder/x.db: SQLite says: unable to open database file"
+
+
+def test_a_runs_dir_that_cannot_hold_run_folders_records_nothing(recorded, cli, workdir):
+    (workdir / "taken").write_text("a file, not a folder")
+    result = cli("run", "--matrix", "good.yaml", "--runs-dir", "taken")
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: --runs-dir taken: {workdir / 'taken'} is not a folder"
+    assert counts(recorded) == (1, 1)
 
 
 def test_a_new_database_carries_the_mark_and_is_wal(recorded):
