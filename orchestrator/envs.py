@@ -23,6 +23,7 @@ from pathlib import Path
 
 from orchestrator.config import FRAMEWORKS
 from orchestrator.errors import ConfigError, EnvironmentSetupError
+from orchestrator.short_run import run_short
 
 log = logging.getLogger(__name__)
 
@@ -160,12 +161,15 @@ def _probe(python: Path, framework: str) -> tuple[str | None, str | None, str | 
         "print(json.dumps([platform.python_version(), v]))\n"
     )
     try:
-        out = subprocess.run(
-            [str(python), "-c", code], capture_output=True, text=True, timeout=60, check=True
-        ).stdout
-        py, version = json.loads(out)
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        return None, None, f"{python} does not run: {exc}"
+        ran = run_short([str(python), "-c", code], timeout=60)
+        if ran.returncode != 0:
+            last = (ran.stderr or ran.stdout).strip().splitlines()[-1:] or [f"exit {ran.returncode}"]
+            return None, None, f"{python} does not run: {last[0][:200]}"
+        py, version = json.loads(ran.stdout)
+        if not isinstance(py, str) or not (version is None or isinstance(version, str)):
+            raise ValueError(f"printed {ran.stdout[:80]!r}")
+    except (OSError, subprocess.SubprocessError, ValueError, RecursionError) as exc:
+        return None, None, f"{python} does not run: {str(exc)[:200]}"
     if dist and version is None:
         return py, None, f"{dist} is not installed in {python}: run `bench env setup {framework}`"
     return py, version, None
@@ -289,15 +293,10 @@ def _marker_state(framework: str, python: Path) -> tuple[str | None, bool | None
 
 def _version_of(python: Path) -> str | None:
     try:
-        out = subprocess.run(
-            [str(python), "-c", "import platform; print(platform.python_version())"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        out = run_short([str(python), "-c", "import platform; print(platform.python_version())"], 30)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() if out.returncode == 0 else None
+    return out.stdout.strip()[:40] if out.returncode == 0 else None
 
 
 def _pyenv_versions() -> list[Path]:

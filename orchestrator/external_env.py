@@ -16,6 +16,7 @@ from typing import Any
 
 from orchestrator.config import FRAMEWORKS
 from orchestrator.errors import ConfigError, EnvironmentSetupError
+from orchestrator.short_run import run_short
 
 CHECK_MODEL = "small_cnn"  # the smallest model of the one definition, at 32 px and 10 classes
 MIN_PYTHON = (3, 6)  # the worker core's floor (Singa's interpreter)
@@ -63,7 +64,7 @@ def describe(entry: dict[str, Any]) -> str:
 def _python_version(path: Path, where: str) -> str:
     code = "import sys; print('%d.%d.%d' % tuple(sys.version_info[:3]))"
     try:
-        proc = subprocess.run([str(path), "-c", code], capture_output=True, text=True, timeout=60)
+        proc = run_short([str(path), "-c", code], timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentSetupError(f"{where}: does not run ({exc})") from None
     if proc.returncode != 0:
