@@ -13,6 +13,7 @@ writes a byte, and a command that only reads changes nothing, not even the journ
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -231,6 +232,11 @@ class Database:
                         raise DatabaseError(_bad_value(self.where, keys, bad, index, column))
                 for row in batch:
                     yield dict(zip(keys, row, strict=True))
+
+    def reproduce_command(self, run_id: int) -> str:
+        """How to run a recorded configuration again. Reports show this, made anew, rather than the
+        stored text: a row of a shared database could hold any command for a reader to paste."""
+        return f"bench rerun {run_id} --db {shlex.quote(self.public_url)}"
 
     def close(self) -> None:
         self.engine.dispose()

@@ -113,7 +113,7 @@ def _evidence(run: Row) -> str:
         + _pre("traceback", run.get("traceback"))
         + _pre(f"stderr (last {STDERR_LINES} lines)", run.get("stderr_tail"), STDERR_LINES)
         + _pre("last event", run.get("last_event"))
-        + _pre("logs and how to reproduce", f"{run['run_dir']}\n{run['reproduce']}")
+        + _pre("logs and how to reproduce", f"{run['run_dir']}\nbench rerun {run['id']}")
     )
 
 

@@ -186,9 +186,7 @@ def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
     with db.begin() as conn:
         run_id = db.insert(conn, db.runs, fit(db.runs, _run_row(sweep_id, rec)))
         conn.execute(
-            sa.update(db.runs)
-            .where(db.runs.c.id == run_id)
-            .values(reproduce=f"bench rerun {run_id} --db {shlex.quote(db.public_url)}")
+            sa.update(db.runs).where(db.runs.c.id == run_id).values(reproduce=db.reproduce_command(run_id))
         )
         rows = [fit(db.epochs, row) for row in _epoch_rows(run_id, rec)]
         if rows:

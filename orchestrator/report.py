@@ -226,7 +226,7 @@ def results(
 
 
 def load_run(db: Database, run_id: int) -> dict[str, Any]:
-    run = find_run(db, run_id)
+    run = {**find_run(db, run_id), "reproduce": db.reproduce_command(run_id)}
     env = next(db.rows(sa.select(db.environments).where(db.environments.c.run_id == run_id)), {})
     epochs = list(
         db.rows(
@@ -310,5 +310,9 @@ def inspect_text(data: dict[str, Any]) -> str:
     lines += ["", "environment:"]
     lines += [_field(k, v) for k, v in env.items() if k != "run_id" and v not in (None, "null", "{}")]
     lines += ["", f"logs: {safe_line(run['run_dir'])} (spec.json, events.jsonl, stdout.log, stderr.log)"]
-    lines += ["reproduce:", f"  {safe_line(run['reproduce'])}", f"  {safe_line(run['worker_command'])}"]
+    lines += [
+        "reproduce:",
+        f"  {safe_line(run['reproduce'])}",
+        f"  worker, as recorded: {safe_line(run['worker_command'])}",
+    ]
     return "\n".join(lines)

