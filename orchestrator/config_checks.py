@@ -106,6 +106,10 @@ def _batch_problem(config: RunConfig) -> Problem | None:
     )
 
 
+# A configuration is about 1 KB of JSON; far more is not one, and is refused before it is parsed.
+STORED_CONFIG_CHARS = 64 << 10
+
+
 def config_from_stored(text: Any, where: str) -> RunConfig:
     """The configuration of a runs.config_json value, checked as strictly as a matrix.
 
@@ -116,6 +120,8 @@ def config_from_stored(text: Any, where: str) -> RunConfig:
         text = text.decode("utf-8", "replace")
     if not isinstance(text, str):
         raise DatabaseError(f"{where}: expected JSON text, got {type(text).__name__}")
+    if len(text) > STORED_CONFIG_CHARS:
+        raise DatabaseError(f"{where}: {len(text):,} characters, more than a configuration holds")
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
