@@ -222,11 +222,12 @@ class Database:
             # zip over the keys once: twice as fast as a mapping per row on a 100,000-run report;
             # and rows in batches, since fetching one at a time costs as much again.
             keys = list(result.keys())
-            numbers = _number_columns(query) if self.backend == "sqlite" else []
+            numbers = _typed_columns(query) if self.backend == "sqlite" else []
             while batch := result.fetchmany(ROW_BATCH):
                 for index, allowed, column in numbers:
                     # SQLite keeps whatever a column is given: a row any program wrote may hold text
-                    # where bench reads a number. One pass per column and batch, in the row's order.
+                    # where bench reads a number, or bytes where it reads text. One pass per column
+                    # and batch, in the row's order.
                     bad = next((row for row in batch if type(row[index]) not in allowed), None)
                     if bad is not None:
                         raise DatabaseError(_bad_value(self.where, keys, bad, index, column))
@@ -244,10 +245,12 @@ class Database:
 
 _INTEGERS: frozenset[object] = frozenset({int, type(None)})
 _NUMBERS: frozenset[object] = frozenset({int, float, type(None)})
+_TEXTS: frozenset[object] = frozenset({str, type(None)})
 
 
-def _number_columns(query: Any) -> list[tuple[int, frozenset[object], Any]]:
-    """(position, the Python types allowed, column) of each integer or real column a query reads."""
+def _typed_columns(query: Any) -> list[tuple[int, frozenset[object], Any]]:
+    """(position, the Python types allowed, column) of each integer, real or text column a query
+    reads (a BLOB where bench reads text is as wrong as text where it reads a number)."""
     found: list[tuple[int, frozenset[object], Any]] = []
     for index, column in enumerate(getattr(query, "selected_columns", ())):
         kind = getattr(column, "type", None)
@@ -255,6 +258,8 @@ def _number_columns(query: Any) -> list[tuple[int, frozenset[object], Any]]:
             found.append((index, _INTEGERS, column))
         elif isinstance(kind, sa.Float):
             found.append((index, _NUMBERS, column))
+        elif isinstance(kind, sa.String):
+            found.append((index, _TEXTS, column))
     return found
 
 
@@ -270,7 +275,8 @@ def _bad_value(where: str, keys: list[str], row: Any, index: int, column: Any) -
         which = f"{table} of run {values['run_id']}"
     else:
         which = f"table {table}"
-    expected = "an integer" if isinstance(column.type, sa.Integer) else "a number"
+    kinds = ((sa.Integer, "an integer"), (sa.Float, "a number"), (sa.String, "text"))
+    expected = next(word for kind, word in kinds if isinstance(column.type, kind))
     shown = repr(row[index])
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     return f"{where}: {which}: {keys[index]}: expected {expected}, got {shown}"

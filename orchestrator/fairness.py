@@ -50,7 +50,7 @@ def facts(db: Database, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
 def _json(text: Any) -> dict[str, Any]:
     try:
         value = json.loads(text) if text else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # a row any program wrote
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -28,6 +28,7 @@ from orchestrator.report_select import (
     sort_key,
 )
 from orchestrator.tables import Column, number, render
+from profiler import kernels as kernel_classes
 from profiler.kernels import CLASSES
 
 TOP = 10
@@ -53,8 +54,17 @@ def _kernels(db: Database, run_ids: Sequence[int]) -> dict[int, list[dict[str, A
     if run_ids:
         query = sa.select(k).where(k.c.run_id.in_(list(run_ids))).order_by(k.c.run_id, k.c.seq)
         for row in db.rows(query):
-            found[row["run_id"]].append(row)
+            found[row["run_id"]].append(_known_class(row))
     return found
+
+
+def _known_class(row: dict[str, Any]) -> dict[str, Any]:
+    """A row whose stored class is not one bench knows (a database any program can write) is
+    classified again from its name, as bench classified it when it recorded it."""
+    if row.get("class") in CLASSES:
+        return row
+    cls, tile = kernel_classes.classify(str(row.get("name") or ""))
+    return {**row, "class": cls, "tile": tile}
 
 
 def _labels(runs: list[dict[str, Any]]) -> dict[int, str]:
@@ -277,7 +287,7 @@ def from_cli(db: Database, sweeps: Sequence[str], where: str | None, fmt: str, o
 
 def run_kernels(db: Database, run_id: int) -> list[dict[str, Any]]:
     k = db.kernels
-    return list(db.rows(sa.select(k).where(k.c.run_id == run_id).order_by(k.c.seq)))
+    return [_known_class(r) for r in db.rows(sa.select(k).where(k.c.run_id == run_id).order_by(k.c.seq))]
 
 
 def inspect_lines(run: dict[str, Any], kernels: list[dict[str, Any]], top: int = TOP) -> list[str]:

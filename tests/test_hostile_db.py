@@ -500,3 +500,42 @@ def test_a_stored_configuration_far_too_long_is_refused_before_it_is_parsed(reco
     result = cli("rerun", "1")
     assert result.exit_code == 1
     assert "config_json: 1,048,6" in result.output and "more than a configuration holds" in result.output
+
+
+def test_bytes_where_text_is_read_is_one_line_naming_run_and_column(recorded, cli):
+    """SQLite keeps a BLOB in a text column as readily as text in a number column."""
+    conn = sqlite3.connect(recorded)
+    conn.execute("UPDATE runs SET model = ? WHERE id = 1", (b"\x1b]0;pwned\x07",))
+    conn.commit()
+    conn.close()
+    for args in (("report",), ("report", "--crashes"), ("inspect", "1")):
+        result = cli(*args)
+        assert result.exit_code == 1, result.output
+        assert result.output.startswith("error: bench.db: run 1: model: expected text, got b'"), result.output
+        assert "\x1b" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_kernel_row_of_a_class_bench_does_not_know_is_classified_from_its_name(tmp_path, cli, workdir):
+    """A shared database's kernels row may carry any class text: reports classify its name again,
+    as bench did when it recorded it, rather than show the stored text or fail on it."""
+    matrix = workdir / "traced.yaml"
+    matrix.write_text("include:\n  - {framework: fault, trace: kernels, dataset_size: 64, batch_size: 8}\n")
+    assert cli("run", "--matrix", str(matrix)).exit_code == 0
+    conn = sqlite3.connect(workdir / "bench.db")
+    conn.execute("UPDATE kernels SET class = ?", ("\x1b[2Jnot-a-class",))
+    conn.commit()
+    names = [r[0] for r in conn.execute("SELECT name FROM kernels")]
+    conn.close()
+    assert names
+    for args in (("report", "--kernels"), ("inspect", "1")):
+        result = cli(*args)
+        assert result.exit_code == 0, result.output
+        assert "not-a-class" not in result.output and "\x1b" not in result.output
+
+
+def test_fairness_facts_of_a_deeply_nested_environment_are_none(recorded):
+    """The recorded environment is read for the footnotes: JSON too deep for the parser is no fact."""
+    from orchestrator import fairness
+
+    assert fairness._json("[" * 100_000) == {}
+    assert fairness._json('{"a": 1}') == {"a": 1}
