@@ -17,6 +17,7 @@ from orchestrator import report as reports
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
 from orchestrator.cli_executor import executor_options, make_executor
+from orchestrator.cli_hint import hint
 from orchestrator.cli_options import BenchGroup, IdType, db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import RunConfig
 from orchestrator.config_checks import config_from_stored
@@ -190,11 +191,7 @@ def run(
         if runner is not None:
             runner.close()
     result.skipped = len(configs) - len(todo)
-    _finish(
-        result,
-        wanted_fail,
-        f"bench run --matrix {matrix_path} --resume" + (f" --only {only}" if only else ""),
-    )
+    _finish(result, wanted_fail, hint(extra=["--resume"]))
 
 
 @cli.command()
@@ -404,7 +401,7 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
         echo(
             f"run {run_id} was {old['outcome']}; this time {result.outcomes[new_id]}: bench inspect {new_id}"
         )
-    _finish(result, set(), f"bench rerun {run_id}")
+    _finish(result, set(), hint())
 
 
 from orchestrator.cli_env import env, models_command  # noqa: E402  (needs `cli` defined above)

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from orchestrator import record
+from orchestrator.cli_hint import hint
 from orchestrator.cli_options import db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import (
     FAULT_FIELDS,
@@ -161,4 +162,5 @@ def train(runs_dir: str | None, db_url: str, env_dir: str | None, **values: str 
     for run_id in result.outcomes:
         echo(_summary(db, run_id))
     if result.interrupted:
+        echo(f"interrupted: run it again with `{hint()}`", err=True)
         raise SystemExit(130)
