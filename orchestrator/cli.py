@@ -92,7 +92,14 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
 @click.option(
     "--matrix", "matrix_path", required=True, type=click.Path(dir_okay=False), help="Matrix YAML file."
 )
-@click.option("--only", "only", default=None, help="Run a subset: KEY=VALUE[,KEY=VALUE...].")
+@click.option(
+    "--only",
+    "only",
+    default=None,
+    metavar="KEY=VALUE[,KEY=VALUE...]",
+    help="Run a subset: the configurations with these settings (KEY: any setting of a matrix, such as "
+    "framework, model, batch_size, threads; a key given twice accepts either value).",
+)
 @click.option("--dry-run", is_flag=True, help="List the expanded configurations; run nothing.")
 @click.option(
     "--resume",
@@ -100,7 +107,10 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
     help="Continue this matrix's latest sweep: run only what has no finished record.",
 )
 @click.option(
-    "--fail-on", default=None, help="Exit 1 if any run ends with one of these outcomes (comma-separated)."
+    "--fail-on",
+    default=None,
+    metavar="OUTCOME[,OUTCOME...]",
+    help=f"Exit 1 if any run ends with one of these outcomes: {', '.join(OUTCOMES)} (docs/outcomes.md).",
 )
 @click.option(
     "--no-backstop",
@@ -209,7 +219,14 @@ def run(
     help="With --resources: group the comparisons by these fields "
     "(default framework,model,device,batch_size,threads; each drops the axis it compares).",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="table: aligned text; markdown: a GitHub table; csv and json: every column, for other tools.",
+)
 @click.option(
     "--table",
     type=click.Choice(report_cli.TABLES),
@@ -317,7 +334,14 @@ def report(
 
 @cli.command()
 @click.argument("run_id", type=IdType("inspect RUN_ID"))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: for reading; json: every recorded field of the run, for other tools.",
+)
 @click.option(
     "--plot",
     "plot_path",
@@ -329,7 +353,7 @@ def report(
 )
 @db_option
 def inspect(run_id: int, fmt: str, plot_path: str | None, db_url: str) -> None:
-    """Post-mortem of one run: configuration, outcome and evidence, resources and the last samples
+    """Post-mortem of run RUN_ID: configuration, outcome and evidence, resources and the last samples
     before the end, logs, environment, how to reproduce.
 
     \b
@@ -350,12 +374,17 @@ def inspect(run_id: int, fmt: str, plot_path: str | None, db_url: str) -> None:
 @cli.command()
 @click.argument("run_id", type=IdType("timeline RUN_ID"))
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="table: aligned text; csv and json: every column of the samples table, raw.",
 )
 @click.option("--phase", default=None, help="Only the samples taken in this phase (setup, epoch, eval, …).")
 @db_option
 def timeline(run_id: int, fmt: str, phase: str | None, db_url: str) -> None:
-    """Every resource sample of one run, in the order taken, for plotting.
+    """Every resource sample of run RUN_ID, in the order taken, for plotting.
 
     CSV and JSON carry every column of the samples table, raw: run_id; seq; t (seconds since the
     worker started); phase, repeat, epoch (where the worker was); cpu_percent (% of one core since
@@ -381,7 +410,7 @@ def timeline(run_id: int, fmt: str, phase: str | None, db_url: str) -> None:
 @db_option
 @env_dir_option
 def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -> None:
-    """Run one recorded configuration again, in the foreground, with the same isolation.
+    """Run the configuration of run RUN_ID again, in the foreground, with the same isolation.
 
     \b
     Example:

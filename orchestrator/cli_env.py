@@ -13,16 +13,43 @@ from orchestrator import envs
 from orchestrator.cli_options import FieldType, env_dir_option
 from orchestrator.config import FRAMEWORKS
 from orchestrator.errors import ConfigError
+from orchestrator.field_docs import allowed
 from orchestrator.terminal import echo, safe_line
 from workers.models import check_image_size
 
 
 @click.command("models")
-@click.option("--framework", "frameworks", multiple=True, help="Only this framework (repeatable).")
-@click.option("--model", "model_names", multiple=True, help="Only this model (repeatable).")
-@click.option("--classes", type=FieldType("classes", "--classes"), default=1000, show_default=True)
-@click.option("--image-size", type=FieldType("image_size", "--image-size"), default=224, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--framework",
+    "frameworks",
+    multiple=True,
+    help=f"Only this framework (repeatable): {allowed('framework')}.",
+)
+@click.option(
+    "--model", "model_names", multiple=True, help=f"Only this model (repeatable): {allowed('model')}."
+)
+@click.option(
+    "--classes",
+    type=FieldType("classes", "--classes"),
+    default=1000,
+    show_default=True,
+    help=f"Classes of the models' last layer; {allowed('classes')}.",
+)
+@click.option(
+    "--image-size",
+    type=FieldType("image_size", "--image-size"),
+    default=224,
+    show_default=True,
+    help=f"Side of the square input images, in pixels; {allowed('image_size')}.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: for reading; json: for other tools.",
+)
 @env_dir_option
 def models_command(
     frameworks: tuple[str, ...],
@@ -142,7 +169,7 @@ def env() -> None:
 )
 @env_dir_option
 def env_setup(frameworks: tuple[str, ...], python: str | None, variant: str, env_dir: str | None) -> None:
-    """Create or update framework environments (all that have pinned requirements by default).
+    """Create or update the environments of FRAMEWORKS (default: all that have pinned requirements).
 
     \b
     Examples:
@@ -212,7 +239,14 @@ def env_forget(framework: str, env_dir: str | None) -> None:
 
 
 @env.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: for reading; json: for other tools.",
+)
 @env_dir_option
 def env_list(fmt: str, env_dir: str | None) -> None:
     """Each framework: status (ok, or unavailable and why), interpreter, versions, location.

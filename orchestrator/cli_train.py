@@ -22,6 +22,7 @@ from orchestrator.config import (
 )
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
+from orchestrator.field_docs import field_help
 from orchestrator.filters import parse_value
 from orchestrator.matrix import LIST_FIELDS
 from orchestrator.progress import Progress
@@ -43,7 +44,7 @@ def _setting_options(f: Any) -> Any:
             field.name,
             default=None,
             metavar="VALUE",
-            help=f"(default: {default})" if default is not None else None,
+            help=field_help(field.name, default),
             required=field.name == "framework",
         )(f)
     return f
