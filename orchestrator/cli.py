@@ -62,12 +62,10 @@ def _parse_outcomes(text: str | None) -> set[str]:
 
 
 def _dry_run(configs: list[RunConfig], done: set[str]) -> None:
-    for i, config in enumerate(configs, start=1):
-        mark = "  (finished, skipped by --resume)" if config.config_hash in done else ""
-        echo(f"{i:4d}  {config.config_hash}  {config.label()}{mark}")
-    echo(
-        f"{len(configs)} configurations, {len(configs) - len(done & {c.config_hash for c in configs})} to run"
-    )
+    from orchestrator.dry_run import listing
+
+    for line in listing(configs, done):  # line by line: `| head` ends it as any listing (a pipe)
+        echo(line)
 
 
 def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
@@ -100,7 +98,12 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
     help="Run a subset: the configurations with these settings (KEY: any setting of a matrix, such as "
     "framework, model, batch_size, threads; a key given twice accepts either value).",
 )
-@click.option("--dry-run", is_flag=True, help="List the expanded configurations; run nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="List the expanded configurations, one column per setting in which they differ, and the "
+    "settings common to all; run nothing.",
+)
 @click.option(
     "--resume",
     is_flag=True,
