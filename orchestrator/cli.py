@@ -23,6 +23,7 @@ from orchestrator.config import RunConfig
 from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
+from orchestrator.eta import History
 from orchestrator.outcomes import OUTCOMES
 from orchestrator.progress import Progress
 from orchestrator.sweep import SweepResult, finished_hashes, latest_sweep, run_configs, walls_of
@@ -186,7 +187,7 @@ def run(
         record.reopen_sweep(db, sweep_id, len(configs))
     else:
         sweep_id = record.start_sweep(db, m.name, "matrix", len(configs), str(matrix_path), m.file_hash)
-    progress = Progress(len(todo))
+    progress = Progress(len(todo), plan=todo, history=History.from_db(db, todo))
     try:
         result = run_configs(
             db,
@@ -426,7 +427,7 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
     data_files = prepare_data([config])
     root = runs_root(db_url, runs_dir)
     sweep_id = record.start_sweep(db, f"rerun of run {run_id}", "rerun", 1, None, None)
-    progress = Progress(1, follow=True)
+    progress = Progress(1, follow=True, plan=[config], history=History.from_db(db, [config]))
     result = run_configs(db, sweep_id, [config], root, env_dir, progress, data_files=data_files)
     new_id = next(iter(result.outcomes), None)
     if new_id is not None:

@@ -22,6 +22,7 @@ from orchestrator.config import (
 )
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
+from orchestrator.eta import History
 from orchestrator.field_docs import field_help
 from orchestrator.filters import parse_value
 from orchestrator.matrix import LIST_FIELDS
@@ -158,7 +159,7 @@ def train(runs_dir: str | None, db_url: str, env_dir: str | None, **values: str 
     db = Database(db_url, create=True)
     root = runs_root(db_url, runs_dir)
     sweep_id = record.start_sweep(db, "train", "train", 1, None, None)
-    progress = Progress(1)
+    progress = Progress(1, plan=[config], history=History.from_db(db, [config]))
     result = run_configs(db, sweep_id, [config], root, env_dir, progress, data_files=data_files)
     for run_id in result.outcomes:
         echo(_summary(db, run_id))

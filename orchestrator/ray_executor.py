@@ -202,6 +202,7 @@ class RayExecutor:
                 if ready:
                     ready, _ = self.ray.wait(list(flights), num_returns=len(flights), timeout=0)
                 self._drain_starts(flights, progress)
+                progress.tick()  # the live line's clock and ETA move while tasks run
                 for ref in ready:
                     yield self._collect(ref, flights.pop(ref), progress)
                 yield from self._stranded(flights, progress)
