@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 from orchestrator.terminal import safe_line
@@ -99,7 +100,7 @@ class RunConfig:
         # (which made hashing a 100,000-configuration matrix take seconds).
         return {name: getattr(self, name) for name in FIELD_NAMES}
 
-    @property
+    @cached_property  # fields are frozen; a sweep asks for each hash many times (eta.py, resume)
     def config_hash(self) -> str:
         """Stable identity: a hash of every setting, in canonical JSON."""
         settings = {k: v for k, v in self.to_dict().items() if not (k in LATE_FIELDS and v is None)}

@@ -20,6 +20,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -42,6 +43,14 @@ def images(config: RunConfig) -> int:
     return config.warmup_steps * config.batch_size + config.train_size * config.epochs * config.repeats
 
 
+def _row_images(row: dict[str, Any]) -> int:
+    """images() of a recorded run, from its columns (a RunConfig per row costs more than the rest)."""
+    size = int(row["dataset_size"])
+    train = size - int(round(size * float(row["val_fraction"])))
+    timed = train * int(row["epochs"]) * int(row["repeats"])
+    return int(row["warmup_steps"]) * int(row["batch_size"]) + timed
+
+
 def clock(seconds: float) -> str:
     seconds = int(max(0, seconds))
     hours, rest = divmod(seconds, 3600)
@@ -54,39 +63,49 @@ class History:
     def __init__(self) -> None:
         self.by_hash: dict[str, list[float]] = {}
         self.per_image: dict[Family, list[float]] = {}
+        self._medians: dict[object, float] = {}  # a sweep of 100,000 asks the same medians again
 
-    def add(self, config: RunConfig, seconds: float, config_hash: str | None = None) -> None:
-        """``config_hash``: a recorded run's own (its row has more settings than an estimate reads)."""
+    def add(self, config: RunConfig, seconds: float) -> None:
+        self._add(config.config_hash, family(config), images(config), seconds)
+
+    def _add(self, config_hash: str, group: Family, work: int, seconds: float) -> None:
         if not (math.isfinite(seconds) and seconds > 0):  # a row any program wrote may hold anything
             return
-        self.by_hash.setdefault(config_hash or config.config_hash, []).append(seconds)
-        work = images(config)
+        self.by_hash.setdefault(config_hash, []).append(seconds)
+        self._medians.pop(config_hash, None)
         if work > 0:
-            self.per_image.setdefault(family(config), []).append(seconds / work)
+            self.per_image.setdefault(group, []).append(seconds / work)
+            self._medians.pop(group, None)
 
-    def estimate(self, config: RunConfig) -> float | None:
+    def estimate(self, config: RunConfig, config_hash: str | None = None) -> float | None:
         """Seconds the configuration is expected to take, or None where nothing is known."""
-        same = self.by_hash.get(config.config_hash)
-        if same:
-            return statistics.median(same)
-        rates = self.per_image.get(family(config))
-        if rates:
-            return statistics.median(rates) * images(config)
+        key = config_hash or config.config_hash
+        if key in self.by_hash:
+            return self._median(key, self.by_hash[key])
+        group = family(config)
+        if group in self.per_image:
+            return self._median(group, self.per_image[group]) * images(config)
         return None
+
+    def _median(self, key: object, values: list[float]) -> float:
+        if key not in self._medians:
+            self._medians[key] = statistics.median(values)
+        return self._medians[key]
 
     @classmethod
     def from_db(cls, db: Database, configs: Iterable[RunConfig]) -> History:
-        """The `ok` runs of the frameworks and models of ``configs``. A database whose rows cannot
-        be read for this costs the estimate, never the sweep: a warning, and no history."""
+        """The `ok` runs that may share a family with ``configs`` (each part of the family among the
+        values ``configs`` take). A database whose rows cannot be read for this costs the
+        estimate, never the sweep: a warning, and no history."""
         history = cls()
         wanted = list(configs)
         runs = db.runs
-        query = sa.select(
-            *(runs.c[name] for name in _COLUMNS), runs.c.config_hash, runs.c.wall_seconds
-        ).where(
+        query = sa.select(*(runs.c[name] for name in _COLUMNS)).where(
             runs.c.outcome == "ok",
             runs.c.framework.in_(sorted({c.framework for c in wanted})),
             runs.c.model.in_(sorted({c.model for c in wanted})),
+            runs.c.device.in_(sorted({c.device for c in wanted})),
+            runs.c.image_size.in_(sorted({c.image_size for c in wanted})),
         )
         try:
             for row in db.rows(query):
@@ -96,16 +115,20 @@ class History:
             return cls()
         return history
 
-    def _add_row(self, row: dict) -> None:
+    def _add_row(self, row: dict[str, Any]) -> None:
         try:
-            config = RunConfig(**{name: row[name] for name in _COLUMNS})
-            self.add(config, float(row["wall_seconds"]), str(row["config_hash"]))
+            group = (row["framework"], row["model"], row["device"], row["image_size"], row["task"])
+            work = _row_images(row)
+            self._add(str(row["config_hash"]), group, work, float(row["wall_seconds"]))
         except (TypeError, ValueError, OverflowError):  # a value no run of bench would record
             return
 
 
 # The columns an estimate needs (the rest of a configuration does not enter it).
 _COLUMNS = (
+    "id",  # only so that a bad value's message names its run
+    "config_hash",
+    "wall_seconds",
     "framework",
     "model",
     "device",
@@ -121,33 +144,62 @@ _COLUMNS = (
 
 
 class Eta:
-    """What remains of a sweep: the configurations not yet begun, and those in flight."""
+    """What remains of a sweep: the configurations not yet begun, and those in flight.
+
+    The sum for those not begun is kept per family: a run that begins or ends changes only its own
+    family's estimates, so only that family is summed again (a sweep of 100,000 configurations
+    would otherwise spend a second at each run's end).
+    """
 
     def __init__(self, total: int, plan: Sequence[RunConfig] = (), history: History | None = None) -> None:
         self.history = history or History()
-        self.pending = Counter(c.config_hash for c in plan)
-        self.configs = {c.config_hash: c for c in plan}
+        self.pending: dict[Family, Counter[str]] = {}
+        self.configs: dict[str, RunConfig] = {}
+        for config in plan:
+            key = config.config_hash
+            self.pending.setdefault(family(config), Counter())[key] += 1
+            self.configs[key] = config
         self.unplanned = max(0, total - len(plan))  # counted, but not known: nothing to estimate
+        self._sums = {group: self._sum(group) for group in self.pending}
+
+    def _sum(self, group: Family) -> tuple[float, int]:
+        """Seconds of the family's configurations not yet begun that can be estimated, and how
+        many cannot."""
+        known, unknown = 0.0, 0
+        for key, count in self.pending[group].items():
+            estimate = self.history.estimate(self.configs[key], key) if count else 0.0
+            if estimate is None:
+                unknown += count
+            else:
+                known += estimate * count
+        return known, unknown
 
     def begin(self, config: RunConfig) -> None:
-        if self.pending[config.config_hash] > 0:
-            self.pending[config.config_hash] -= 1
+        group, key = family(config), config.config_hash
+        waiting = self.pending.get(group)
+        if waiting is not None and waiting[key] > 0:
+            waiting[key] -= 1
+            self._sums[group] = self._sum(group)
         elif self.unplanned > 0:
             self.unplanned -= 1
 
     def end(self, config: RunConfig | None, outcome: str, seconds: float) -> None:
         if config is not None and outcome == "ok":
             self.history.add(config, seconds)
+            group = family(config)
+            if group in self.pending:
+                self._sums[group] = self._sum(group)
+
+    def waiting(self) -> tuple[float, int]:
+        """Seconds of the configurations not yet begun that can be estimated, and how many cannot."""
+        sums = self._sums.values()
+        return sum(k for k, _ in sums), sum(u for _, u in sums)
 
     def text(self, running: Sequence[tuple[RunConfig | None, float]], at_once: int = 1) -> str:
         """`ETA 03:10`, `ETA 03:10 + 2 runs without history`, or `ETA unknown (...)`."""
-        known, unknown, over = 0.0, self.unplanned, 0.0
-        for hash_, count in self.pending.items():
-            estimate = self.history.estimate(self.configs[hash_]) if count else 0.0
-            if estimate is None:
-                unknown += count
-            else:
-                known += estimate * count
+        known, unknown = self.waiting()
+        unknown += self.unplanned
+        over = 0.0
         for config, elapsed in running:
             estimate = self.history.estimate(config) if config is not None else None
             if estimate is None:

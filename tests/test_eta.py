@@ -117,3 +117,13 @@ def test_the_live_line_says_step_n_of_n_from_a_real_runs_events(write_matrix, cl
             seen.append(out.getvalue().split("\r\x1b[2K")[-1].split("| fault/ok ")[-1])
     assert seen[:3] == ["warmup step 1/2", "warmup step 2/2", "epoch 1/3 step 1/4"]
     assert "epoch 2/3 step 3/4" in seen and seen[-1] == "epoch 3/3 step 4/4"
+
+
+def test_a_row_that_cannot_be_read_costs_the_estimate_not_the_sweep(recorded, write_matrix, cli, caplog):
+    with sqlite3.connect(recorded) as conn:
+        conn.execute("UPDATE runs SET wall_seconds = 'soon' WHERE id = 2")
+    history = History.from_db(Database(str(recorded), create=False), [_config(0.6, 1)])
+    assert history.estimate(_config(0.6, 1)) is None
+    assert "ETA: earlier runs not read" in caplog.text and "run 2" in caplog.text
+    result = cli("run", "--matrix", "m.yaml")  # the sweep itself goes on
+    assert result.exit_code == 0 and "4 ok" in result.output
