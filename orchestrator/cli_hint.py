@@ -28,6 +28,8 @@ _CARRIED_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 def _option_words(param: click.Option, value: Any) -> list[str]:
     """The words that give ``param`` the value ``value`` on a command line."""
     name = max(param.opts, key=len)  # the long form: --db, not -d
+    if param.count:  # -v -v -v
+        return [name] * int(value or 0)
     if param.is_flag:
         if param.secondary_opts and not value:
             return [max(param.secondary_opts, key=len)]

@@ -123,3 +123,22 @@ def test_a_password_in_the_database_url_is_not_printed():
         text = hint(ctx)
     assert "secret" not in text and text.startswith("bench rerun 7 --db postgresql://u:***@h/d")
     assert "password hidden" in text
+
+
+def test_flags_counts_and_repeated_options_are_written_as_given():
+    @click.command("demo")
+    @click.option("--tag", multiple=True)
+    @click.option("--pair", nargs=2)
+    @click.option("--verbose", "-v", count=True)
+    @click.option("--color/--no-color", default=True)
+    @click.option("--dry-run", is_flag=True)
+    def demo(**_):
+        pass
+
+    given = ["--tag", "a b", "--tag", "c", "--pair", "1", "2", "-vv", "--no-color", "--dry-run"]
+    with demo.make_context("demo", given) as ctx:
+        text = hint(ctx)
+    assert shlex.split(text) == [
+        "bench", "demo", "--tag", "a b", "--tag", "c", "--pair", "1", "2",
+        "--verbose", "--verbose", "--no-color",
+    ]  # fmt: skip
