@@ -48,6 +48,8 @@ class _Events:
         *lines, self.partial = data.split(b"\n")
         for line in lines:
             self._take(line)
+        if len(self.partial) > _TAIL:  # no event is that long: bytes that will never parse
+            self.partial = b""
         if self.partial:  # a last line whose newline is not there yet: kept, and read again
             self._take(self.partial)
 

@@ -127,3 +127,18 @@ def test_a_row_that_cannot_be_read_costs_the_estimate_not_the_sweep(recorded, wr
     assert "ETA: earlier runs not read" in caplog.text and "run 2" in caplog.text
     result = cli("run", "--matrix", "m.yaml")  # the sweep itself goes on
     assert result.exit_code == 0 and "4 ok" in result.output
+
+
+def test_the_events_tail_stays_bounded_on_a_file_without_newlines(tmp_path):
+    from orchestrator.progress import _Events
+
+    events = _Events(tmp_path / "events.jsonl")
+    with open(events.path, "wb") as f:
+        for _ in range(40):  # 40 redraws, 100 KB of bytes that never end a line
+            f.write(b"x" * 100_000)
+            f.flush()
+            events.read()
+            assert len(events.partial) <= 64 << 10
+        f.write(b'\n{"event": "step", "epoch": 1, "step": 7}\n')
+    events.read()
+    assert events.last == {"event": "step", "epoch": 1, "step": 7}
