@@ -173,6 +173,7 @@ def run(
         _dry_run(configs, done)
         return
     todo = [c for c in configs if c.config_hash not in done]
+    history = History.from_db(db, todo)  # before the sweep is recorded: it may take seconds
     root = runs_root(db_url, runs_dir)
     if resume and sweep is None:
         echo(f"no earlier sweep named {m.name!r}: starting a new one", err=True)
@@ -187,7 +188,7 @@ def run(
         record.reopen_sweep(db, sweep_id, len(configs))
     else:
         sweep_id = record.start_sweep(db, m.name, "matrix", len(configs), str(matrix_path), m.file_hash)
-    progress = Progress(len(todo), plan=todo, history=History.from_db(db, todo))
+    progress = Progress(len(todo), plan=todo, history=history)
     try:
         result = run_configs(
             db,
