@@ -341,6 +341,8 @@ def test_compare_finds_a_run_slowed_by_sharing_its_cpu(tmp_path):
 PYTORCH = """
 name: tiny-pytorch
 settings:
+  min_time: 0  # timing is not the point here: no extra epochs
+  min_steps: 1
   framework: pytorch
   model: small_cnn
   dataset_size: 48
