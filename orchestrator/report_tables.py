@@ -373,7 +373,7 @@ def _accuracies(
         .join(r, r.c.id == e.c.run_id)
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)), r.c.outcome == "ok", e.c.epoch.in_(epochs))
-        .where(e.c.val_accuracy.is_not(None))
+        .where(e.c.val_accuracy.is_not(None), sa.or_(e.c.extra.is_(None), e.c.extra == 0))
     )
     found: dict[tuple[str, str], dict[int, list[float]]] = {}
     for row in db.rows(query):
