@@ -143,8 +143,8 @@ def extra_epochs(config, records, more, per_epoch, started):
     """Add timed epochs (``more(epoch)`` runs one) until the run has min_time seconds and
     min_steps steps of timing; return None, or what stopped it short.
 
-    They continue the last repeat, numbered after its configured epochs, so that every sample
-    trains the same model on the same batches as the configured epochs do.
+    They continue the last repeat, numbered after its configured epochs (each in the order its
+    number gives, as a configured epoch would be), so that every sample times the same work.
     """
     epoch = config["epochs"]
     while (sum(r["seconds"] for r in records) < (config.get("min_time") or 0)
