@@ -39,6 +39,8 @@ from orchestrator import samples  # noqa: E402
 from orchestrator.config import RunConfig  # noqa: E402
 from orchestrator.execute import execute, run_dir_for  # noqa: E402
 
+LOADED_CORES = 0.2  # other load above which the figures are said to describe a loaded machine
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -104,12 +106,35 @@ def summary_line(name: str, setting: str, rows: list[dict[str, Any]]) -> str:
     )
 
 
+def one_configuration(
+    args: argparse.Namespace, base: RunConfig, runs: Path, first: int
+) -> dict[str, list[dict[str, Any]]]:
+    """Every setting's runs of one configuration, the settings interleaved round by round."""
+    pairs = [(s, *s.split(":")) for s in args.settings]
+    per: dict[str, list[dict[str, Any]]] = {s: [] for s, _, _ in pairs}
+    index = first
+    for _ in range(args.rounds):
+        for setting, seconds, steps in pairs:
+            config = replace(base, min_time=float(seconds), min_steps=int(steps))
+            index += 1
+            per[setting].append(measure(config, runs, index, args.env_root))
+    name = f"{base.framework}/{base.model}"
+    for setting in per:
+        print(summary_line(name, setting, per[setting]), flush=True)
+    loaded = max(r["other_load"] for rows in per.values() for r in rows)
+    if loaded > LOADED_CORES:
+        print(
+            f"WARNING: {name}: other processes used up to {loaded:.2f} cores during these runs: "
+            "the spread measures that load as much as the sample count",
+            flush=True,
+        )
+    return per
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    pairs = [(s, *s.split(":")) for s in args.settings]
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-autorange-") as tmp:
-        index = 0
         for framework in args.frameworks:
             for model in args.models:
                 base = RunConfig(
@@ -122,15 +147,8 @@ def main(argv: list[str] | None = None) -> int:
                     classes=3,
                     timeout=600.0,
                 )
-                name = f"{framework}/{model}"
-                per = results.setdefault(name, {s: [] for s, _, _ in pairs})
-                for _ in range(args.rounds):  # interleaved: each round runs every setting once
-                    for setting, seconds, steps in pairs:
-                        config = replace(base, min_time=float(seconds), min_steps=int(steps))
-                        index += 1
-                        per[setting].append(measure(config, Path(tmp), index, args.env_root))
-                for setting, _, _ in pairs:
-                    print(summary_line(name, setting, per[setting]), flush=True)
+                first = len(results) * args.rounds * len(args.settings)
+                results[f"{framework}/{model}"] = one_configuration(args, base, Path(tmp), first)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     return 0
