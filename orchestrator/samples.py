@@ -67,7 +67,8 @@ def run_settings(config: RunConfig, summary: dict[str, Any], stopped_by: Any) ->
     if seconds < min_time:
         short.append(f"less than min_time {min_time:g} s")
     if short:
-        why = f", stopped by {stopped_by}" if isinstance(stopped_by, str) and stopped_by else ""
+        # The worker's words: outside text, kept short here and escaped wherever it is shown.
+        why = f", stopped by {stopped_by[:120]}" if isinstance(stopped_by, str) and stopped_by else ""
         row["samples_note"] = f"{steps} timed steps in {seconds:.3g} s: {' and '.join(short)}{why}"
     return row
 
