@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -128,7 +128,15 @@ CREATE TABLE runs (
     -- memory and workload (version 5)
     swap_peak_bytes         INTEGER,                     -- the tree's VmSwap peak; NULL: no swap on the machine
     task                    TEXT,                        -- configuration: inference; NULL: train
-    features                INTEGER                      -- configuration: 1: pooled features only; NULL: full model
+    features                INTEGER,                     -- configuration: 1: pooled features only; NULL: full model
+    -- version 6: enough samples (docs/reports.md, "Samples")
+    min_time                REAL,                        -- seconds of timing the run aimed at (resolved: bench's
+                                                         -- default where the configuration left it unset)
+    min_steps               INTEGER,                     -- timed steps the run aimed at (resolved likewise)
+    timed_epochs            INTEGER,                     -- timed epochs, extra ones included
+    timed_steps             INTEGER,                     -- timed steps over those epochs
+    timed_seconds           REAL,                        -- their seconds
+    samples_note            TEXT                         -- why the run had fewer than it aimed at; NULL: it had enough
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 
@@ -148,6 +156,8 @@ CREATE TABLE epochs (
     os_threads          INTEGER,                         -- the worker's OS threads after the epoch
     minor_faults        INTEGER,                         -- minor page faults during the timed epoch
     gpu_joules          REAL,                            -- GPU energy of the epoch (NULL: no figure)
+    -- version 6: enough samples
+    extra               INTEGER,                         -- 1: added for min_time/min_steps (not evaluated)
     PRIMARY KEY (run_id, repeat, epoch)
 );
 

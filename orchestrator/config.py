@@ -94,6 +94,10 @@ class RunConfig:
     # pooled features (the model without its classifier); None is the full model.
     task: str | None = None
     features: bool | None = None
+    # Enough samples (schema 6): timed seconds and timed steps a run reaches at least, by extra
+    # timed epochs; None is bench's default (resolved_timing), so earlier hashes are kept.
+    min_time: float | None = None
+    min_steps: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a plain scalar, so this equals dataclasses.asdict, without its deep copies
@@ -178,6 +182,7 @@ INT_LIMITS: dict[str, tuple[int, int]] = {
     "hold_threads": (0, 10_000),
     "hold_memory_mb": (0, 2**24),  # MiB: 16 TiB
     "hold_child_memory_mb": (0, 2**24),
+    "min_steps": (1, 10**9),
 }
 
 
@@ -422,6 +427,8 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "trace": _trace,
     "task": _task,
     "features": _features,
+    "min_time": _number(positive=False, maximum=MAX_SECONDS),
+    "min_steps": _int("min_steps"),
 }
 
 assert set(VALIDATORS) == set(FIELD_NAMES)

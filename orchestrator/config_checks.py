@@ -106,6 +106,22 @@ def _batch_problem(config: RunConfig) -> Problem | None:
     )
 
 
+# The defaults of min_time (seconds) and min_steps: chosen from benchmarks/autorange.py's figures
+# (docs/performance.md). The fault worker measures nothing, so it is held to neither.
+DEFAULT_MIN_TIME = 2.0
+DEFAULT_MIN_STEPS = 20
+
+
+def resolved_timing(config: RunConfig) -> tuple[float, int]:
+    """The min_time and min_steps a run uses: its own, else bench's defaults."""
+    if config.framework == "fault":
+        default_time, default_steps = 0.0, 1
+    else:
+        default_time, default_steps = DEFAULT_MIN_TIME, DEFAULT_MIN_STEPS
+    min_time = default_time if config.min_time is None else config.min_time
+    return min_time, default_steps if config.min_steps is None else config.min_steps
+
+
 # A configuration is about 1 KB of JSON; far more is not one, and is refused before it is parsed.
 STORED_CONFIG_CHARS = 64 << 10
 

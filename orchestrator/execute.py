@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shlex
-import statistics
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,8 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import envs, orphans, outcomes, tracing
+from orchestrator import envs, orphans, outcomes, samples, tracing
 from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, RunConfig, cpu_set, format_cpus
+from orchestrator.config_checks import resolved_timing
 from orchestrator.process import Finished, run_worker
 from orchestrator.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
 from profiler import timeline as timelines
@@ -95,6 +95,13 @@ def worker_env(config: RunConfig) -> tuple[dict[str, str], dict[str, str]]:
     return env, threads
 
 
+def worker_config(config: RunConfig) -> dict[str, Any]:
+    """Every setting, with min_time and min_steps resolved: the worker applies no defaults."""
+    settings = config.to_dict()
+    settings["min_time"], settings["min_steps"] = resolved_timing(config)
+    return settings
+
+
 def write_spec(run_dir: Path, config: RunConfig, data_file: Path | None = None, task: str = "train") -> Path:
     spec = {
         "spec_version": 1,
@@ -102,7 +109,7 @@ def write_spec(run_dir: Path, config: RunConfig, data_file: Path | None = None, 
         "config_hash": config.config_hash,
         "events_path": "events.jsonl",
         "result_path": "result.json",
-        "config": config.to_dict(),
+        "config": worker_config(config),
         "data_file": str(data_file) if data_file else None,
     }
     path = run_dir / "spec.json"
@@ -263,20 +270,16 @@ def _small_int(value: Any) -> int | None:
 
 
 def summarise(epochs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians and spread over the timed epochs (all repeats)."""
-    seconds = [e["seconds"] for e in epochs if isinstance(e.get("seconds"), (int, float))]
-    if not seconds:
+    """Timing over the timed epochs (all repeats, extra ones included: samples.run_summary); loss
+    and accuracy of the last configured epoch (an extra one is not evaluated)."""
+    row = samples.run_summary(epochs)
+    if not row:
         return {}
-    ips = [e["images_per_second"] for e in epochs if e.get("images_per_second")]
-    spi = [e["seconds_per_image"] for e in epochs if e.get("seconds_per_image")]
-    last = epochs[-1]
-    return {
-        "median_epoch_seconds": statistics.median(seconds),
-        "min_epoch_seconds": min(seconds),
-        "max_epoch_seconds": max(seconds),
-        "images_per_second": statistics.median(ips) if ips else None,
-        "seconds_per_image": statistics.median(spi) if spi else None,
-        "steps_per_epoch": last.get("steps"),
-        "final_train_loss": last.get("train_loss"),
-        "final_val_accuracy": last.get("val_accuracy"),
-    }
+    configured = [e for e in epochs if not e.get("extra")] or epochs
+    last = configured[-1]
+    row.update(
+        steps_per_epoch=last.get("steps"),
+        final_train_loss=last.get("train_loss"),
+        final_val_accuracy=last.get("val_accuracy"),
+    )
+    return row

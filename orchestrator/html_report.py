@@ -16,7 +16,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from orchestrator import __version__, matrix, report_tables
+from orchestrator import __version__, matrix, report_tables, samples
 from orchestrator import report as reports
 from orchestrator import report_figures as figures
 from orchestrator import report_figures_runs as run_figures
@@ -87,7 +87,7 @@ def comparison_table(db: Database, sel: Selection, runs: Sequence[Row]) -> str:
     rows = html_table(runs[:MAX_ROWS], reports.RESULT_COLUMNS) + _more(len(runs), MAX_ROWS, "bench report")
     parts.append(
         f"<details><summary>every configuration ({len(runs)}): outcome, epoch seconds, images/s, "
-        f"ms/image, validation accuracy</summary>{rows}</details>"
+        f"ms/image, validation accuracy, samples and spread</summary>{rows}</details>"
     )
     return "".join(parts)
 
@@ -213,7 +213,7 @@ def selected_runs(db: Database, sel: Selection) -> list[Row]:
     but the bulky evidence (see `evidence`)."""
     columns = [c for c in db.runs.c if c.name not in BULKY]
     query = sa.select(*columns).where(db.runs.c.id.in_(latest_ids(db, sel))).order_by(db.runs.c.id)
-    return list(db.rows(query))
+    return [samples.mark_run(r) for r in db.rows(query)]  # the samples and spread columns
 
 
 def _toc(sections: Sequence[Section]) -> str:

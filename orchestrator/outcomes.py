@@ -62,6 +62,7 @@ EPOCH_NUMBERS = (
     "val_accuracy",
     "os_threads",
     "minor_faults",
+    "extra",  # 1: an epoch added for min_time/min_steps (orchestrator/samples.py)
 )
 EPOCH_COLUMNS = ("repeat", "epoch", *EPOCH_NUMBERS)  # what the epochs table keeps of a record
 # What frameworks print when they run out of memory without raising a Python exception.

@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from orchestrator import __version__, hostinfo, tracing
+from orchestrator import __version__, hostinfo, samples, tracing
 from orchestrator.db import Database, hide_passwords
 from orchestrator.execute import RunRecord, now, summarise, where_it_died
 from orchestrator.outcomes import EPOCH_COLUMNS, bounded
@@ -93,6 +93,8 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     )
     row.update(where_it_died(rec.events))
     row.update(summarise(rec.epochs))
+    # After the configuration's own columns: the min_time and min_steps the run used, resolved.
+    row.update(samples.run_settings(rec.config, row, result.get("samples_stopped_by")))
     row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
     row.update(tracing.summary(rec.config, rec.trace, out.outcome))
     row.update({k: v for k, v in _energy(rec).items() if k != "epoch_joules"})

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
+from orchestrator import samples
 from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
 from orchestrator.errors import BenchError, DatabaseError
@@ -68,7 +69,7 @@ def _epoch_seconds(row: dict[str, Any]) -> str:
     if median is None:
         return "—"
     text = number(median)
-    if row.get("repeats", 1) > 1 or row.get("epochs", 1) > 1:
+    if (row.get("timed_epochs") or 1) > 1 or row.get("repeats", 1) > 1 or row.get("epochs", 1) > 1:
         text += f" ({number(row['min_epoch_seconds'])}–{number(row['max_epoch_seconds'])})"
     text += TRACED_MARK if row.get("trace") == "kernels" else ""
     return text + PACKED_MARK if row.get("packed") else text
@@ -92,6 +93,11 @@ def _accuracy(row: dict[str, Any]) -> str:
     return "—" if acc is None else f"{acc:.3f}"
 
 
+# The run's timing samples and their spread, marked where wide or few (orchestrator/samples.py).
+SAMPLE_COLUMNS = [
+    Column("samples", "timed_epochs", samples.count_text),
+    Column("spread", "relative_spread", samples.spread_text),
+]
 RESULT_COLUMNS = [
     Column("run", "id"),
     Column("framework", "framework", lambda r: r["framework"]),
@@ -106,6 +112,7 @@ RESULT_COLUMNS = [
     Column("images/s", "images_per_second", lambda r: number(r.get("images_per_second"), 4)),
     Column("ms/image", "seconds_per_image", _ms_per_image),
     Column("val acc", "final_val_accuracy", _accuracy),
+    *SAMPLE_COLUMNS,
 ]
 
 
@@ -127,6 +134,7 @@ INFERENCE_COLUMNS = [
     Column("epoch s (median, min–max)", "median_epoch_seconds", _epoch_seconds),
     Column("s/1000 images (= ms/image)", "seconds_per_image", _ms_per_image),
     Column("images/s", "images_per_second", lambda r: number(r.get("images_per_second"), 4)),
+    *SAMPLE_COLUMNS,
 ]
 # CSV of a sweep with both: one header, the training columns and what tells inference apart.
 MIXED_COLUMNS = [
@@ -136,7 +144,7 @@ MIXED_COLUMNS = [
 ]
 
 
-RESULT_KEYS = {c.key for c in RESULT_COLUMNS} | {
+RESULT_KEYS = {c.key for c in RESULT_COLUMNS} - {"relative_spread"} | {
     "task",
     "features",
     "trace",
@@ -146,6 +154,10 @@ RESULT_KEYS = {c.key for c in RESULT_COLUMNS} | {
     "epochs",
     "min_epoch_seconds",
     "max_epoch_seconds",
+    "steps_per_epoch",
+    "timed_steps",
+    "timed_seconds",
+    "samples_note",
 }
 
 
@@ -197,7 +209,7 @@ def results(
     sweep = pick_sweep(db, sweep_id)
     # JSON carries every column; the other forms read only what their columns show.
     wanted = None if fmt == "json" else (CRASH_KEYS if crashes else RESULT_KEYS)
-    rows = latest_runs(db, sweep["id"], where, wanted)
+    rows = [samples.mark_run(r) for r in latest_runs(db, sweep["id"], where, wanted)]
     if crashes:
         rows = [r for r in rows if r["outcome"] != "ok"]
         for r in rows:
@@ -222,6 +234,7 @@ def results(
         return f"{head}\nevery configuration ended ok"
     note = f"\n{TRACED_NOTE}" if any(r.get("trace") == "kernels" for r in rows) and not crashes else ""
     note += f"\n{PACKED_NOTE}" if any(r.get("packed") for r in rows) and not crashes else ""
+    note += "".join(f"\n{n}" for n in samples.mark_notes(rows)) if not crashes else ""
     return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
 
 
@@ -289,6 +302,7 @@ def inspect_text(data: dict[str, Any]) -> str:
         if run.get(key) is not None:
             lines.append(_field(key, run[key]))
     lines.append(_field("last reached", _where(run)))
+    lines += [_field(k, v) for k, v in samples.inspect_fields(run)]
     if run.get("last_event"):
         lines.append(_field("last event", run["last_event"]))
     if epochs:
@@ -299,6 +313,7 @@ def inspect_text(data: dict[str, Any]) -> str:
                 f"{number(e['images_per_second'], 4)} images/s, loss {number(e['train_loss'])}, "
                 f"val acc {number(e['val_accuracy'])}"
                 + (f", GPU {number(e['gpu_joules'])} J" if e.get("gpu_joules") is not None else "")
+                + (" (extra: for min_time/min_steps, not evaluated)" if e.get("extra") else "")
             )
     # Each of these is one line quoting the database (a phase, a sampler status, a kernel's name).
     lines += map(safe_line, timelines.resource_lines(run, data["phases"], data["last_samples"]))

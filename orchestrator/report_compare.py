@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator import samples
 from orchestrator.config import FIELD_NAMES
 from orchestrator.db import Database
 from orchestrator.report_select import Selection, machine_labels, pick_sweeps, sort_key, summaries, varying
@@ -30,6 +31,8 @@ SIDE_KEYS = (
     "outcome",
     "runs",
     "timed_epochs",
+    "timed_steps",
+    "timed_seconds",
     "epoch_seconds_median",
     "epoch_seconds_min",
     "epoch_seconds_max",
@@ -75,7 +78,22 @@ def pair(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
     row["epoch_ratio"] = _ratio(row["b_epoch_seconds_median"], row["a_epoch_seconds_median"])
     row["rss_ratio"] = _ratio(row["b_rss_peak_bytes_median"], row["a_rss_peak_bytes_median"])
     row["verdict"] = verdict(a, b)
+    row["advice"] = _advice(a, b) if row["verdict"] == "too few epochs" else None
     return row
+
+
+def _advice(a: dict[str, Any] | None, b: dict[str, Any] | None) -> str:
+    """What to change so that the next sweep can decide: from the side with fewer timed epochs."""
+    name, fewer = min((("A", a), ("B", b)), key=lambda p: p[1]["timed_epochs"] if p[1] else 0)
+    assert fewer is not None
+    text = samples.advice(
+        fewer["epochs"] * fewer["repeats"],
+        fewer["timed_epochs"],
+        fewer.get("timed_steps"),
+        fewer.get("timed_seconds"),
+        MIN_EPOCHS,
+    )
+    return text.replace("(now ", f"(now {name}: ", 1)
 
 
 def compare(db: Database, sweep_a: int, sweep_b: int, where: dict[str, frozenset[Any]]) -> Table:
@@ -83,7 +101,7 @@ def compare(db: Database, sweep_a: int, sweep_b: int, where: dict[str, frozenset
     a_side = {r["config_hash"]: r for r in summaries(db, Selection((sweeps[sweep_a],), where))}
     b_side = {r["config_hash"]: r for r in summaries(db, Selection((sweeps[sweep_b],), where))}
     for summary in (*a_side.values(), *b_side.values()):
-        throughput(summary)  # seconds per image, from the epoch seconds and the images per epoch
+        throughput(summary)  # the images per epoch and the samples mark
     hashes = list(a_side) + [h for h in b_side if h not in a_side]
     rows = [pair(a_side.get(h), b_side.get(h)) for h in hashes]
     keys = ["framework", "model", "device"]
@@ -135,7 +153,25 @@ RECORD_KEYS = [f"{side}_{k}" for side in ("a", "b") for k in SIDE_KEYS] + [
     "epoch_ratio",
     "rss_ratio",
     "verdict",
+    "advice",
 ]
+ADVICE_NOTES = 5  # distinct pieces of advice shown under the table; the records carry every row's
+
+
+def _advice_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """`too few epochs (2 configurations, e.g. pytorch/small_cnn/...): run with epochs: 3 or …`"""
+    by_advice: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("advice"):
+            by_advice.setdefault(r["advice"], []).append(r)
+    notes = []
+    for text, group in list(by_advice.items())[:ADVICE_NOTES]:
+        first = (group[0]["a"] or group[0]["b"])["config_hash"]
+        which = f"{len(group)} configurations, e.g. {first}" if len(group) > 1 else first
+        notes.append(f"too few epochs ({which}): {text}")
+    if len(by_advice) > ADVICE_NOTES:
+        notes.append(f"… and {len(by_advice) - ADVICE_NOTES} more pieces of advice (the CSV's advice column)")
+    return notes
 
 
 def _notes(
@@ -146,6 +182,7 @@ def _notes(
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no configurations"
     notes = [f"{len(rows)} configurations: {summary}", RULE]
+    notes += _advice_notes(rows)
     if a["machine"] != b["machine"]:
         notes.append(
             f"note: the two sweeps ran on different machines (A on {labels[a['machine']]}, B on "

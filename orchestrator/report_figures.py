@@ -105,7 +105,7 @@ def _batch_series(runs: Sequence[Row], framework: str, index: int) -> tuple[plot
         by_batch.setdefault(r["batch_size"], []).append(r)
     batches = sorted(by_batch)
     ms = [statistics.median(r["seconds_per_image"] * 1000 for r in by_batch[b]) for b in batches]
-    ips = [statistics.median(r["images_per_second"] for r in by_batch[b]) for b in batches]
+    ips = [1000 / m for m in ms]  # from the same aggregate as ms/image (orchestrator/samples.py)
     style = {"colour": plots.framework_colour(framework, index), "marker": plots.MARKERS[index]}
     return (
         plots.Series(framework, [float(b) for b in batches], ms, **style),
@@ -162,6 +162,7 @@ def val_accuracy(db: Database, run_ids: Sequence[int]) -> dict[int, list[tuple[i
         query = (
             sa.select(table.c.run_id, table.c.epoch, sa.func.avg(table.c.val_accuracy).label("acc"))
             .where(table.c.run_id.in_(run_ids[start : start + CHUNK]), table.c.val_accuracy.is_not(None))
+            .where(sa.or_(table.c.extra.is_(None), table.c.extra == 0))  # extra epochs: timing only
             .group_by(table.c.run_id, table.c.epoch)
             .order_by(table.c.run_id, table.c.epoch)
         )

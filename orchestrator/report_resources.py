@@ -34,7 +34,7 @@ UNITS = {
     "uss_peak_bytes": "bytes, highest unique set (memory freed if the tree exited)",
     "gpu_memory_peak_bytes": "bytes of device memory (NVML)",
     "gpu_util_mean": "% (NVML), mean over the timed epochs",
-    "images_per_second": "median over the timed epochs",
+    "images_per_second": "1 / the median seconds per image over the timed epochs",
     "gpu_joules_per_epoch": "J, the run's GPUs (whole device), median over the timed epochs",
     "gpu_joules_per_image": "J, the same divided by the epoch's images, median",
     "gpu_energy_source": "what the joules come from, or 'none: ' and why there is no figure",

@@ -18,6 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from orchestrator import samples
 from orchestrator.config import DEVICES, FIELD_NAMES, FRAMEWORKS, MODELS, OPTIMIZERS, cut
 from orchestrator.db import Database
 from orchestrator.errors import BenchError, ConfigError
@@ -152,8 +153,13 @@ RUN_METRICS = (
     "min_epoch_seconds",
     "max_epoch_seconds",
     "images_per_second",
+    "seconds_per_image",
     "steps_per_epoch",
     "rss_peak_bytes",
+    "timed_epochs",
+    "timed_steps",
+    "timed_seconds",
+    "samples_note",
 )
 
 
@@ -185,7 +191,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     row["failed"] = sorted(r["outcome"] for r in runs if r["outcome"] != "ok")
     row["outcome"] = "ok" if ok else "/".join(sorted(set(row["failed"])))
     row.update(_pooled(ok))
-    row["timed_epochs"] = len(ok) * row["epochs"] * row["repeats"]
+    row.update(samples.pooled_counts(ok))
     return row
 
 
@@ -193,28 +199,13 @@ SUMMARY_FIELDS = ("machine", "config_hash", *FIELD_NAMES)
 
 
 def _pooled(ok: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ok runs' timing and peak memory: medians of their medians, min–max over all."""
-    if len(ok) == 1:  # the usual case, and the same numbers as below, without the lists
-        r = ok[0]
-        rss = r["rss_peak_bytes"]
-        median, low, high = r["median_epoch_seconds"], r["min_epoch_seconds"], r["max_epoch_seconds"]
-        return {
-            "epoch_seconds_median": median,
-            "epoch_seconds_min": low,
-            "epoch_seconds_max": high,
-            "images_per_second_median": r["images_per_second"],
-            "steps_per_epoch": r["steps_per_epoch"],
-            "rss_peak_bytes_median": rss,
-            "rss_peak_bytes_min": rss,
-            "rss_peak_bytes_max": rss,
-        }
+    """The ok runs' timing and peak memory: one aggregate for every timing figure (the median of
+    the runs' median seconds per image, orchestrator/samples.py), min–max over all their epochs."""
     rss = spread(r["rss_peak_bytes"] for r in ok)
+    steps = spread(r["steps_per_epoch"] for r in ok)[2]
     return {
-        "epoch_seconds_median": spread(r["median_epoch_seconds"] for r in ok)[0],
-        "epoch_seconds_min": spread(r["min_epoch_seconds"] for r in ok)[1],
-        "epoch_seconds_max": spread(r["max_epoch_seconds"] for r in ok)[2],
-        "images_per_second_median": spread(r["images_per_second"] for r in ok)[0],
-        "steps_per_epoch": spread(r["steps_per_epoch"] for r in ok)[2],
+        **samples.pooled_timing(ok),
+        "steps_per_epoch": steps,
         "rss_peak_bytes_median": rss[0],
         "rss_peak_bytes_min": rss[1],
         "rss_peak_bytes_max": rss[2],

@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from orchestrator import fairness
+from orchestrator import fairness, samples
 from orchestrator.config import FAULT_FIELDS, RECURRENT_MODELS
 from orchestrator.db import Database
 from orchestrator.report import sweep_heading
@@ -142,19 +142,12 @@ def with_range(
 
 
 def throughput(r: dict[str, Any]) -> None:
-    """Every timed epoch of a configuration runs the same images (whole batches), so the epoch
-    seconds' median and range give those of images/s and seconds per image without the epochs table."""
+    """The images of an epoch, and the samples mark. Every unit's median and range were derived
+    from one aggregate, the cell's seconds per image (report_select._pooled, orchestrator/samples.py),
+    so images/s × ms/image = 1000 on every row and the range ends agree likewise."""
     steps = r.get("steps_per_epoch")
-    images = steps * r["batch_size"] if steps else None
-    r["images_per_epoch"] = images
-    low, high = r["epoch_seconds_min"], r["epoch_seconds_max"]
-    median = r["epoch_seconds_median"]
-    ok = images and low and high and median
-    r["images_per_second_min"] = images / high if ok else None
-    r["images_per_second_max"] = images / low if ok else None
-    r["seconds_per_image_median"] = median / images if ok else None
-    r["seconds_per_image_min"] = low / images if ok else None
-    r["seconds_per_image_max"] = high / images if ok else None
+    r["images_per_epoch"] = steps * r["batch_size"] if steps else None
+    r["samples_mark"] = samples.cell_marks(r) if r.get("ok_runs") else ""
 
 
 def fraction(value: float) -> str:
@@ -198,6 +191,14 @@ def keys_of(rows: list[dict[str, Any]], always: Sequence[str], exclude: Sequence
     return machine + list(always) + extra
 
 
+def sample_columns() -> list[Column]:
+    """A cell's timing samples and their spread (orchestrator/samples.py), marked where wide or few."""
+    return [
+        Column("samples", "timed_epochs", samples.count_text),
+        Column("spread", "relative_spread", samples.spread_text),
+    ]
+
+
 def sorting(keys: Sequence[str]) -> list[str]:
     """Sort keys: machines in the order of their first sweep, not by name."""
     return ["machine_order" if k == "machine" else k for k in keys]
@@ -222,6 +223,7 @@ def _epoch_cell(s: dict[str, Any] | None) -> str:
     if not s["ok_runs"]:
         return s["outcome"]
     text = with_range(s["epoch_seconds_median"], s["epoch_seconds_min"], s["epoch_seconds_max"])
+    text += f" {s['samples_mark']}" if s.get("samples_mark") else ""
     if s["failed"]:
         text += f" (+{len(s['failed'])} {'/'.join(sorted(set(s['failed'])))})"
     return text + s.get("footnotes", "")
@@ -235,8 +237,8 @@ def comparison(db: Database, sel: Selection) -> Table:
     """Rows: framework × dataset size (and any other field that varies); columns: model × device."""
     rows, machines, notes = load(sel, db)
     title = (
-        "median seconds per epoch (min–max over timed epochs) and milliseconds per image trained; "
-        "— not run; else the outcome"
+        "median seconds per epoch (min–max over timed epochs) and milliseconds per image trained, both "
+        "from the median time per image; — not run; else the outcome"
     )
     table = new_table("comparison", title, sel, machines, notes)
     keys = keys_of(rows, ("framework", "dataset_size"), ("model", "device"))
@@ -256,6 +258,7 @@ def comparison(db: Database, sel: Selection) -> Table:
     ]
     table.record_keys = [*keys, "model", "device", *SUMMARY_KEYS, "fairness_notes"]
     table.records = [record_of(r, table.record_keys) for r in rows]
+    table.notes += samples.mark_notes(rows)
     return table
 
 
@@ -284,6 +287,12 @@ SUMMARY_KEYS = [
     "epoch_seconds_min",
     "epoch_seconds_max",
     "seconds_per_image_median",
+    "seconds_per_image_min",
+    "seconds_per_image_max",
+    "images_per_second_median",
+    "images_per_second_min",
+    "images_per_second_max",
+    *samples.SAMPLE_KEYS,
     "config_hash",
 ]
 
@@ -364,7 +373,7 @@ def _accuracies(
         .join(r, r.c.id == e.c.run_id)
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)), r.c.outcome == "ok", e.c.epoch.in_(epochs))
-        .where(e.c.val_accuracy.is_not(None))
+        .where(e.c.val_accuracy.is_not(None), sa.or_(e.c.extra.is_(None), e.c.extra == 0))
     )
     found: dict[tuple[str, str], dict[int, list[float]]] = {}
     for row in db.rows(query):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from orchestrator import samples
 from orchestrator.db import Database
 from orchestrator.report_select import Selection, sort_key
 from orchestrator.report_tables import (
@@ -19,6 +20,7 @@ from orchestrator.report_tables import (
     load,
     new_table,
     record_of,
+    sample_columns,
     sorting,
     throughput,
     with_range,
@@ -30,7 +32,7 @@ def batch(db: Database, sel: Selection) -> Table:
     """One row per configuration, grouped by everything but the batch size, ascending batch."""
     rows, machines, notes = load(sel, db, task=None)
     title = (
-        "throughput by batch size: median over timed epochs (min–max); "
+        "throughput by batch size: from the median time per image over timed epochs (min–max); "
         "×: images/s against the group's smallest batch that ran ok"
     )
     table = new_table("batch", title, sel, machines, notes)
@@ -48,9 +50,11 @@ def batch(db: Database, sel: Selection) -> Table:
         Column("ms/image (median, min–max)", "seconds_per_image_median", _ms_cell),
         Column("images/s vs smallest batch", "speedup_vs_smallest_batch", _speedup_cell),
         Column("runs", "runs"),
+        *sample_columns(),
     ]
     table.record_keys = [*keys, "batch_size", *BATCH_KEYS]
     table.records = [record_of(r, table.record_keys) for r in rows]
+    table.notes += samples.mark_notes(rows)
     return table
 
 
@@ -67,6 +71,7 @@ BATCH_KEYS = [
     "seconds_per_image_max",
     "speedup_vs_smallest_batch",
     "memory_wall_batch",
+    *samples.SAMPLE_KEYS,
     "config_hash",
 ]
 
@@ -138,9 +143,11 @@ def inference(db: Database, sel: Selection) -> Table:
         Column("s/1000 images (median, min–max)", "seconds_per_1000_images_median", _s1000_cell),
         Column("images/s (median, min–max)", "images_per_second_median", _ips_cell),
         Column("runs", "runs"),
+        *sample_columns(),
     ]
     table.record_keys = [*keys, "batch_size", *INFERENCE_KEYS]
     table.records = [record_of(r, table.record_keys) for r in rows]
+    table.notes += samples.mark_notes(rows)
     return table
 
 
@@ -155,6 +162,7 @@ INFERENCE_KEYS = [
     "images_per_second_median",
     "images_per_second_min",
     "images_per_second_max",
+    *samples.SAMPLE_KEYS,
     "config_hash",
 ]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from orchestrator import liveruns, record
+from orchestrator import liveruns, record, samples
 from orchestrator.config import RunConfig
 from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
@@ -175,7 +175,7 @@ class _Sink:
         if self.ledger is not None:
             self.ledger.done(rec.run_dir)
         self.result.outcomes[run_id] = rec.outcome.outcome
-        self.progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome), rec.run_dir)
+        self.progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome) or _samples(rec), rec.run_dir)
         if rec.outcome.outcome == "interrupted":
             self.result.interrupted = True
         if self.walls is not None and rec.outcome.outcome == "oom":
@@ -202,6 +202,15 @@ def _stopped(runs: Generator[RunRecord, None, None]) -> Iterator[RunRecord]:
         return
     yield rec
     yield from runs
+
+
+def _samples(rec: RunRecord) -> str:
+    """`: fewer samples: 4 timed steps in 0.8 s: ...` where an ok run stopped short of its aim."""
+    if rec.outcome.outcome != "ok":
+        return ""
+    stopped = (rec.outcome.result or {}).get("samples_stopped_by")
+    note = samples.run_settings(rec.config, samples.run_summary(rec.epochs), stopped)["samples_note"]
+    return f": fewer samples: {note}" if note else ""
 
 
 def _detail(outcome) -> str:

@@ -89,7 +89,8 @@ def test_a_real_pytorch_sweep_stops_at_its_memory_budget(write_matrix, cli, work
     1045 MiB at 512 (measured on the 2-core development machine): a 600 MiB budget is the wall."""
     write_matrix("""
         name: wall
-        settings: {framework: pytorch, model: small_cnn, image_size: 32, dataset_size: 600,
+        settings: {min_time: 0, min_steps: 1,
+                   framework: pytorch, model: small_cnn, image_size: 32, dataset_size: 600,
                    val_fraction: 0.1, epochs: 1, warmup_steps: 1, threads: 1, memory_budget: 600MiB}
         axes:
           batch_size: [4, 256, 512]
@@ -118,7 +119,7 @@ def test_a_version_4_database_learns_the_skipped_outcome(tmp_path):
     conn.close()
     Database(str(old), create=False).close()
     conn = sqlite3.connect(old)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() == 6
     conn.execute(RUN.format(outcome="skipped"))
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
         conn.execute(RUN.format(outcome="no such outcome"))

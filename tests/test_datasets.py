@@ -117,7 +117,8 @@ def test_pytorch_trains_on_an_image_folder_and_cifar(tmp_path, write_matrix, cli
     photos = make_folder(workdir / "photos")
     make_cifar(workdir / "cifar", "cifar10")
     write_matrix("""
-        settings: {framework: pytorch, model: small_cnn, image_size: 32, batch_size: 6, epochs: 2,
+        settings: {min_time: 0, min_steps: 1,
+                   framework: pytorch, model: small_cnn, image_size: 32, batch_size: 6, epochs: 2,
                    warmup_steps: 1}
         include:
           - {dataset: image_folder, data_dir: photos, classes: 3, dataset_size: 36}

@@ -20,6 +20,8 @@ from orchestrator import envs
 MATRIX = """
 name: external-env
 settings:
+  min_time: 0  # timing is not the point here: no extra epochs
+  min_steps: 1
   dataset_size: 12
   val_fraction: 0.25
   batch_size: 3

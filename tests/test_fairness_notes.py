@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.framework]
 CORES = len(os.sched_getaffinity(0))
 MATRIX = f"""
 name: fairness
-settings: {{framework: paddle, model: small_cnn, dataset_size: 20, batch_size: 4, epochs: 1,
+settings: {{min_time: 0, min_steps: 1,
+            framework: paddle, model: small_cnn, dataset_size: 20, batch_size: 4, epochs: 1,
            warmup_steps: 1, image_size: 16, classes: 3, timeout: 600}}
 axes: {{threads: [0, {CORES}]}}
 """

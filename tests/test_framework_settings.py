@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.framework]
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
 MATRIX = """
 name: settings
-settings: {{model: small_cnn, dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 16,
+settings: {{min_time: 0, min_steps: 1,
+            model: small_cnn, dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 16,
            classes: 3, threads: 1, timeout: 600}}
 axes: {{framework: [{frameworks}]}}
 """

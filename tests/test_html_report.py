@@ -67,6 +67,8 @@ axes:
 PYTORCH = """
 name: html-pytorch
 settings:
+  min_time: 0  # timing is not the point here: no extra epochs
+  min_steps: 1
   framework: pytorch
   model: small_cnn
   image_size: 32

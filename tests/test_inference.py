@@ -58,7 +58,8 @@ def test_train_configurations_keep_their_hash():
 # One real tiny inference run per framework, through bench itself; and features in each.
 SWEEP = """
 name: inference-tiny
-settings: {model: small_cnn, image_size: 32, dataset_size: 40, val_fraction: 0.2, batch_size: 8,
+settings: {min_time: 0, min_steps: 1,
+           model: small_cnn, image_size: 32, dataset_size: 40, val_fraction: 0.2, batch_size: 8,
            epochs: 2, warmup_steps: 1, threads: 1, task: inference}
 axes:
   framework: [pytorch, tensorflow, mxnet, paddle, singa, jax]

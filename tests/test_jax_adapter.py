@@ -295,7 +295,8 @@ DRIVER = textwrap.dedent(
 
 MATRIX = """
 name: jax-harness
-settings: {dataset_size: 40, batch_size: 8, epochs: 1, warmup_steps: 1, image_size: 32, classes: 3,
+settings: {min_time: 0, min_steps: 1,
+           dataset_size: 40, batch_size: 8, epochs: 1, warmup_steps: 1, image_size: 32, classes: 3,
            model: small_cnn, timeout: 600}
 axes: {framework: [jax]}
 include:

@@ -27,7 +27,8 @@ BACKENDS = {
 }
 MATRIX = """
 name: traced-cpu
-settings: {model: small_cnn, image_size: 32, dataset_size: 64, batch_size: 8, epochs: 1, warmup_steps: 1,
+settings: {min_time: 0, min_steps: 1,
+           model: small_cnn, image_size: 32, dataset_size: 64, batch_size: 8, epochs: 1, warmup_steps: 1,
            trace: kernels, timeout: 300}
 axes:
   framework: [pytorch, tensorflow, mxnet, paddle, singa, jax]

@@ -183,7 +183,8 @@ THREADS = 3  # not what MXNet picks by default (half the processors) on a machin
 
 MATRIX = """
 name: mxnet-models
-settings: {dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 64, classes: 3,
+settings: {min_time: 0, min_steps: 1,
+           dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 64, classes: 3,
            timeout: 600}
 axes:
   framework: [mxnet]

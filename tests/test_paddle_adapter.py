@@ -263,7 +263,8 @@ CROSS = [["googlenet", 32]]
 
 # One harness sweep: a real run, an explicit thread count recorded, and a device it cannot use.
 MATRIX = """
-settings: {dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 32, classes: 3}
+settings: {min_time: 0, min_steps: 1,
+           dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 32, classes: 3}
 axes: {framework: [paddle], model: [small_cnn]}
 include:
   - {framework: paddle, model: small_cnn, threads: 2}

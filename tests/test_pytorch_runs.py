@@ -18,6 +18,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.framework]
 MATRIX = """
 name: pytorch-models
 settings:
+  min_time: 0  # timing is not the point here: no extra epochs
+  min_steps: 1
   dataset_size: 20
   val_fraction: 0.2
   batch_size: 4
@@ -133,7 +135,8 @@ def test_repeats_start_from_the_same_state(sweep):
 
 def test_small_cnn_learns_the_synthetic_data(write_matrix, cli, workdir, pytorch_python):
     write_matrix("""
-        settings: {dataset_size: 400, image_size: 32, classes: 4, batch_size: 16, epochs: 4,
+        settings: {min_time: 0, min_steps: 1,
+                   dataset_size: 400, image_size: 32, classes: 4, batch_size: 16, epochs: 4,
                    warmup_steps: 0, lr: 0.01}
         axes: {framework: [pytorch], model: [small_cnn]}
     """)

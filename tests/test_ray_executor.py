@@ -139,7 +139,8 @@ def test_a_tiny_pytorch_sweep_on_two_nodes(cli, write_matrix, workdir, cluster, 
     write_matrix(
         """
         name: tiny-torch
-        settings: {model: small_cnn, dataset_size: 64, epochs: 1, warmup_steps: 1, threads: 1}
+        settings: {min_time: 0, min_steps: 1,
+                   model: small_cnn, dataset_size: 64, epochs: 1, warmup_steps: 1, threads: 1}
         axes:
           framework: [pytorch]
           batch_size: [16, 32]

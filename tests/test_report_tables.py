@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -112,7 +113,9 @@ def test_comparison_cells_time_outcome_and_not_run(db):
     assert big.split()[2:] == ["crash", "—", "crash", "—", "—", "—", "—", "—"]
     images = ok["steps_per_epoch"] * ok["batch_size"]
     assert "small_cnn CPU ms/image" in header
-    assert f"{expected}  {number(ok['median_epoch_seconds'] / images * 1000)} " in small
+    # after the range, the samples marks where there are any (~ wide, ? few: orchestrator/samples.py)
+    ms = number(ok["median_epoch_seconds"] / images * 1000)
+    assert re.search(re.escape(expected) + r"( [~?]+)?  " + re.escape(ms) + " ", small), small
 
     rows = records(db, "--table", "comparison", "--sweep", "1")
     assert len(rows) == 6
@@ -341,6 +344,8 @@ def test_compare_finds_a_run_slowed_by_sharing_its_cpu(tmp_path):
 PYTORCH = """
 name: tiny-pytorch
 settings:
+  min_time: 0  # timing is not the point here: no extra epochs
+  min_steps: 1
   framework: pytorch
   model: small_cnn
   dataset_size: 48

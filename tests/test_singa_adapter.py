@@ -159,7 +159,8 @@ def driven(tmp_path_factory):
 
 # The IMDB GRU through the harness: an honest outcome, not a crash or a missing row.
 GRU_MATRIX = """
-settings: {model: gru, classes: 2, dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1}
+settings: {min_time: 0, min_steps: 1,
+           model: gru, classes: 2, dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1}
 axes: {framework: [singa]}
 """
 

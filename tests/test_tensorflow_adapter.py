@@ -266,7 +266,8 @@ DRIVER = textwrap.dedent(
 
 MATRIX = """
 name: tensorflow-models
-settings: {dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 64, classes: 3,
+settings: {min_time: 0, min_steps: 1,
+           dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 64, classes: 3,
            threads: 1, timeout: 600}
 axes: {framework: [tensorflow], model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet]}
 include:

@@ -74,11 +74,14 @@ def _steps(step, events, epoch, steps, marks):
         marks.pop()
 
 
-def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, marks=nvtx.NoMarks()):
+def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, marks=nvtx.NoMarks(),
+           extra=False):
     """Run and time one epoch; return its record (seconds exclude evaluation).
 
     A traced run's tracer starts after the device is synchronised and stops after the clock: it
-    sees exactly the timed steps, never warm-up, batch arrangement or evaluation.
+    sees exactly the timed steps, never warm-up, batch arrangement or evaluation. An extra epoch
+    (added for min_time or min_steps) is timed alike but not evaluated: it is a timing sample, and
+    its accuracy would not belong to the configured epochs' curve.
     """
     steps = adapter.prepare_epoch(epoch_order(config["seed"], epoch, train_size))
     events.set_phase("epoch", epoch=epoch, repeat=repeat, steps=steps)
@@ -99,6 +102,7 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
     train_loss = val_loss = val_accuracy = None
     if config.get("task") != "inference":  # inference trains nothing: no loss, nothing to evaluate
         train_loss = adapter.epoch_loss()
+    if config.get("task") != "inference" and not extra:
         events.set_phase("eval", epoch=epoch, repeat=repeat)
         val_loss, val_accuracy = adapter.evaluate()
     images = steps * config["batch_size"]
@@ -116,6 +120,7 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
         "val_accuracy": val_accuracy,
         "os_threads": os_threads(),
         "minor_faults": faults,
+        "extra": 1 if extra else 0,
     }
     events.emit("epoch_end", **record)
     return record
@@ -128,8 +133,54 @@ def check_gpu_memory_budget(config):
             config.get("device")))
 
 
+# Extra epochs stop at this many per run, and once the run's time so far plus two more epochs would
+# pass this share of its timeout: the rest is the margin for trace read-out, result and exit.
+MAX_EXTRA_EPOCHS = 1000
+TIMEOUT_SHARE = 0.7
+
+
+def extra_epochs(config, records, more, per_epoch, started):
+    """Add timed epochs (``more(epoch)`` runs one) until the run has min_time seconds and
+    min_steps steps of timing; return None, or what stopped it short.
+
+    They continue the last repeat, numbered after its configured epochs (each in the order its
+    number gives, as a configured epoch would be), so that every sample times the same work.
+    """
+    epoch = config["epochs"]
+    while (sum(r["seconds"] for r in records) < (config.get("min_time") or 0)
+           or sum(r["steps"] for r in records) < (config.get("min_steps") or 1)):
+        if epoch - config["epochs"] >= MAX_EXTRA_EPOCHS:
+            return "the bound of {} extra epochs".format(MAX_EXTRA_EPOCHS)
+        if time.perf_counter() - started + 2 * per_epoch > TIMEOUT_SHARE * config["timeout"]:
+            return "the run's timeout ({:g} s)".format(config["timeout"])
+        epoch += 1
+        records.append(more(epoch))
+    return None
+
+
+def _timed(adapter, config, events, train_size, session, marks, started):
+    """Every repeat's configured epochs, then the extra ones; the records and what stopped them."""
+    records = []
+    timed_from = time.perf_counter()
+    for repeat in range(config["repeats"]):
+        # Warm-up and earlier repeats changed the weights: every timed repeat starts from the
+        # same initial state, so accuracy per epoch is comparable across repeats and frameworks.
+        events.set_phase("reset", repeat=repeat)
+        adapter.reset()
+        for epoch in range(1, config["epochs"] + 1):
+            records.append(_epoch(adapter, config, events, train_size, repeat, epoch, session, marks))
+    per_epoch = (time.perf_counter() - timed_from) / len(records)
+
+    def more(epoch):
+        return _epoch(adapter, config, events, train_size, config["repeats"] - 1, epoch, session, marks,
+                      extra=True)
+
+    return records, extra_epochs(config, records, more, per_epoch, started)
+
+
 def run(adapter, config, events):
     """Run one configuration; return the result fields (status ok)."""
+    started = time.perf_counter()
     check_gpu_memory_budget(config)
     # Before setup: a framework without a profiler is unsupported before anything runs, and a
     # tracer that must configure its framework before the import can.
@@ -146,16 +197,10 @@ def run(adapter, config, events):
     events.emit("data", train_size=train_size, val_size=val_size)
     if config["warmup_steps"]:
         _warmup(adapter, config, events, train_size, marks)
-    records = []
-    for repeat in range(config["repeats"]):
-        # Warm-up and earlier repeats changed the weights: every timed repeat starts from the
-        # same initial state, so accuracy per epoch is comparable across repeats and frameworks.
-        events.set_phase("reset", repeat=repeat)
-        adapter.reset()
-        for epoch in range(1, config["epochs"] + 1):
-            records.append(_epoch(adapter, config, events, train_size, repeat, epoch, session, marks))
+    records, stopped = _timed(adapter, config, events, train_size, session, marks, started)
     result = {
         "status": "ok",
+        "samples_stopped_by": stopped,
         "info": info,
         "parameter_count": parameters,
         "train_size": train_size,
