@@ -181,6 +181,33 @@ GAPS: tuple[Gap, ...] = (
         "XLA's CPU convolutions, and layout transposes around them",
         "JAX",
     ),
+    # Issue 22: the seeds' other two models at 224 px (traced on a loaded machine: shares only).
+    Gap(
+        "mxnet-cpu-relu6-batchnorm",
+        "mxnet",
+        ("mobilenet_v2",),
+        224,
+        "MXNet's own elementwise clip (its ReLU6, as in Gluon's own model) and batch-norm kernels; "
+        "its convolutions are faster than PyTorch's",
+        "MXNet's MobileNetV2",
+    ),
+    Gap(
+        "singa-cpu-alexnet",
+        "singa",
+        ("alexnet",),
+        224,
+        "Singa's own convolutions, its dense layers' GEMM on one OpenBLAS thread, and its SGD "
+        "update in separate elementwise passes over every parameter",
+        "Singa's AlexNet",
+    ),
+    Gap(
+        "jax-xla-cpu-convolution",
+        "jax",
+        ("alexnet",),
+        224,
+        "XLA's CPU convolutions",
+        "JAX's AlexNet",
+    ),
     Gap(
         "paddle-cpu-convolution",
         "paddle",
