@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
+import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -144,8 +145,11 @@ def evidence(db: Database, runs: Sequence[Row]) -> list[Row]:
 
 def _img(plot: figures.Plot) -> str:
     data = base64.b64encode(plot.png).decode("ascii")
+    # The lines the picture draws, as JSON (label, x, y values): readable by a program, and by a
+    # test, which cannot read a PNG's lines.
+    series = f' data-series="{escape(json.dumps(plot.series))}"' if plot.series else ""
     return (
-        f'<figure><img id="plot-{escape(plot.id)}" data-plot="{escape(plot.id)}" '
+        f'<figure><img id="plot-{escape(plot.id)}" data-plot="{escape(plot.id)}"{series} '
         f'alt="{escape(plot.title)}" src="data:image/png;base64,{data}">'
         f"<figcaption>{escape(plot.caption)} (plots/{escape(plot.id)}.png)</figcaption></figure>"
     )

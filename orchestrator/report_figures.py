@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,8 @@ class Plot:
     title: str
     caption: str
     png: bytes
+    # What it draws, per line (label, x, y values): kept in the page beside the picture.
+    series: list[Row] = field(default_factory=list)
 
 
 @dataclass
@@ -96,29 +98,99 @@ def slug(*parts: Any) -> str:
     return "".join(c if c.isalnum() else "-" for c in text).strip("-")
 
 
+# --- one point per configuration --------------------------------------------------------------
+
+# More lines than this in one plot cannot be told apart: the plot is split by the other settings.
+MAX_SERIES = len(plots.PALETTE)
+
+
+def configuration(run: Row, skip: Iterable[str] = ()) -> str:
+    """The run's configuration less the fields in `skip` (a plot's x axis), with its machine: the
+    key that keeps different configurations, and machines, in different points and lines."""
+    config = config_of(run)
+    for key in skip:
+        config.pop(key, None)
+    return json.dumps([config, run.get("machine_label", "")], sort_keys=True, default=str)
+
+
+def by_key(runs: Iterable[Row], key: Callable[[Row], Any]) -> dict[Any, list[Row]]:
+    out: dict[Any, list[Row]] = {}
+    for r in runs:
+        out.setdefault(key(r), []).append(r)
+    return out
+
+
+def split_series(
+    group: Sequence[Row], x_axis: str, fixed: Iterable[str]
+) -> list[tuple[list[str], list[Row]]]:
+    """The runs of one plot, or of several where more settings vary than one plot can show: each
+    part with the settings that tell its lines apart (besides the framework). A line is one
+    configuration less `x_axis`; `fixed` are the settings the plot's title already names."""
+    skip = (x_axis, *fixed)
+    extra = varying(group, skip=skip)
+    if len(by_key(group, lambda r: configuration(r, [x_axis]))) <= MAX_SERIES or not extra:
+        return [(extra, list(group))]
+    # Too many lines: a plot per value of the settings other than the framework, each of which
+    # then has one line per framework.
+    parts = by_key(group, lambda r: describe(r, extra))
+    return [(extra, part) for part in parts.values()]
+
+
 # --- time per image and throughput against batch size ------------------------------------------
 
 
-def _batch_series(runs: Sequence[Row], framework: str, index: int) -> tuple[plots.Series, plots.Series]:
-    by_batch: dict[int, list[Row]] = {}
-    for r in runs:
-        by_batch.setdefault(r["batch_size"], []).append(r)
+def _batch_series(
+    runs: Sequence[Row], label: str, colour: str, style: int
+) -> tuple[plots.Series, plots.Series]:
+    """One configuration's line: at each batch size, its runs' median (the same configuration run
+    in several sweeps); never a median over different configurations."""
+    by_batch = by_key(runs, lambda r: r["batch_size"])
     batches = sorted(by_batch)
     ms = [statistics.median(r["seconds_per_image"] * 1000 for r in by_batch[b]) for b in batches]
     ips = [1000 / m for m in ms]  # from the same aggregate as ms/image (orchestrator/samples.py)
-    style = {"colour": plots.framework_colour(framework, index), "marker": plots.MARKERS[index]}
-    return (
-        plots.Series(framework, [float(b) for b in batches], ms, **style),
-        plots.Series(framework, [float(b) for b in batches], ips, **style),
-    )
+    look = {
+        "colour": colour,
+        "marker": plots.MARKERS[style % len(plots.MARKERS)],
+        "linestyle": plots.LINESTYLES[style % len(plots.LINESTYLES)],
+    }
+    xs = [float(b) for b in batches]
+    return plots.Series(label, xs, ms, **look), plots.Series(label, xs, ips, **look)
+
+
+def _batch_lines(part: Sequence[Row], extra: Sequence[str]) -> list[tuple[plots.Series, plots.Series]]:
+    """A line per configuration less the batch size: colour the framework, style the other settings."""
+    frameworks = frameworks_in(part)
+    styles: list[Any] = []
+    lines = []
+    configurations = by_key(part, lambda r: configuration(r, ["batch_size"]))
+    for runs in sorted(
+        configurations.values(), key=lambda rs: (frameworks.index(rs[0]["framework"]), rs[0]["id"])
+    ):
+        first = runs[0]
+        label = first["framework"] + (f", {describe(first, extra)}" if extra else "")
+        colour = plots.framework_colour(first["framework"], frameworks.index(first["framework"]))
+        lines.append(_batch_series(runs, label, colour, _style_index(styles, describe(first, extra))))
+    return lines
+
+
+def series_data(pairs: Sequence[Sequence[plots.Series]], names: Sequence[str]) -> list[Row]:
+    """What a plot draws, as data (the page keeps it beside the picture): per line, its label, x and
+    each panel's y values."""
+    data = []
+    for pair in pairs:
+        line: Row = {"label": pair[0].label, "x": pair[0].xs}
+        line.update({name: s.ys for name, s in zip(names, pair, strict=True)})
+        data.append(line)
+    return data
 
 
 def batch_section(runs: Sequence[Row]) -> Section:
     section = Section(
         "batch",
         "Time per image and throughput against batch size",
-        "Median over the timed epochs of each run ended ok; where other settings vary at one batch "
-        "size (optimizer, learning rate, …), the median over those runs.",
+        "A line is one configuration (everything but the batch size); a point its runs' median time "
+        "per image and images/s (the same configuration run in several sweeps), never a median over "
+        "different configurations. Lines are named by the settings that differ between them.",
     )
     timed = [
         r for r in runs if r["outcome"] == "ok" and r.get("seconds_per_image") and r.get("images_per_second")
@@ -126,21 +198,13 @@ def batch_section(runs: Sequence[Row]) -> Section:
     if not timed:
         section.empty = "No run ended ok with timed epochs: nothing to plot."
         return section
-    groups: dict[tuple[str, str, str], list[Row]] = {}
-    for r in timed:
-        groups.setdefault((model_label(r), r["device"], r.get("machine_label", "")), []).append(r)
+    groups = by_key(timed, lambda r: (model_label(r), r["device"], r.get("machine_label", "")))
     for (model, device, machine), group in groups.items():
         if len({r["batch_size"] for r in group}) < 2:
             continue
-        frameworks = frameworks_in(group)
-        pairs = [
-            _batch_series([r for r in group if r["framework"] == f], f, i) for i, f in enumerate(frameworks)
-        ]
-        where = f"{model} on {device}" + (f", {machine}" if machine else "")
-        title = f"{where}: time per image and images/s against batch size"
-        caption = f"{len(group)} runs ended ok; one line per framework ({', '.join(frameworks)})."
-        image = plots.batch_scaling(title, [p[0] for p in pairs], [p[1] for p in pairs])
-        section.plots.append(Plot(slug("batch", model, device, machine), title, caption, image))
+        parts = split_series(group, "batch_size", ("model", "device"))
+        for extra, part in parts:
+            section.plots.append(_batch_plot(part, extra, (model, device, machine), len(parts)))
     if not section.plots:
         sizes = sorted({r["batch_size"] for r in timed})
         section.empty = (
@@ -148,6 +212,24 @@ def batch_section(runs: Sequence[Row]) -> Section:
             f"({', '.join(map(str, sizes))}), so there is no curve to draw."
         )
     return section
+
+
+def _batch_plot(part: Sequence[Row], extra: Sequence[str], where: tuple[str, str, str], parts: int) -> Plot:
+    model, device, machine = where
+    lines = _batch_lines(part, [] if parts > 1 else extra)
+    place = f"{model} on {device}" + (f", {machine}" if machine else "")
+    fixed = describe(part[0], extra) if parts > 1 else ""
+    title = f"{place}{f' ({fixed})' if fixed else ''}: time per image and images/s against batch size"
+    named = (
+        f"framework and {', '.join(SHORT.get(k, k) for k in extra)}" if extra and parts == 1 else "framework"
+    )
+    caption = f"{len(part)} runs ended ok; {len(lines)} configurations, one line each, named by {named}"
+    if parts > 1:
+        caption += f"; one of {parts} plots of {place}, split by {', '.join(SHORT.get(k, k) for k in extra)}"
+    image = plots.batch_scaling(title, [p[0] for p in lines], [p[1] for p in lines])
+    ident = slug("batch", model, device, machine, fixed) if fixed else slug("batch", model, device, machine)
+    data = series_data(lines, ("ms_per_image", "images_per_second"))
+    return Plot(ident, title, caption + ".", image, data)
 
 
 # --- validation accuracy against epoch ---------------------------------------------------------
@@ -188,48 +270,59 @@ def _series(label: str, points: Sequence[tuple[int, float]], c: int, s: int) -> 
     )
 
 
-def _median_curves(group: Sequence[Row], curves: dict[int, list[tuple[int, float]]]) -> list[plots.Series]:
-    """One line per optimizer × learning rate: the median at each epoch over the runs that share it."""
-    pooled: dict[tuple[str, float], dict[int, list[float]]] = {}
-    for r in group:
-        by_epoch = pooled.setdefault((r["optimizer"], r["lr"]), {})
+def _curve(runs: Sequence[Row], curves: dict[int, list[tuple[int, float]]]) -> list[tuple[int, float]]:
+    """One configuration's accuracy at each epoch: its runs' median (the same configuration run in
+    several sweeps)."""
+    by_epoch: dict[int, list[float]] = {}
+    for r in runs:
         for epoch, acc in curves[r["id"]]:
             by_epoch.setdefault(epoch, []).append(acc)
-    series = []
-    for i, ((optimizer, lr), by_epoch) in enumerate(sorted(pooled.items())):
-        n = max(len(v) for v in by_epoch.values())
-        points = [(e, statistics.median(v)) for e, v in sorted(by_epoch.items())]
-        series.append(_series(f"{optimizer} lr={lr:g} (median of {n} runs)", points, i, i))
-    return series
+    return [(e, statistics.median(v)) for e, v in sorted(by_epoch.items())]
 
 
-def _accuracy_series(group: Sequence[Row], curves: dict[int, list[tuple[int, float]]]) -> list[plots.Series]:
+def _accuracy_series(
+    part: Sequence[Row], extra: Sequence[str], curves: dict[int, list[tuple[int, float]]]
+) -> list[plots.Series]:
     # Colour says optimizer × learning rate; line style and marker say whatever else varies
-    # (batch size, threads…), so no curve is an average over settings that change accuracy —
-    # unless so much else varies that the lines could not be told apart: then the median.
-    extra = varying(group, skip=("optimizer", "lr", "model", "device"))
-    if len({describe(r, extra) for r in group}) > len(plots.LINESTYLES):
-        return _median_curves(group, curves)
+    # (batch size, threads…): a line is one configuration, never an average over settings.
     colours: list[Any] = []
     styles: list[Any] = []
     series = []
-    for r in sorted(group, key=lambda r: (r["optimizer"], r["lr"], r["id"])):
+    configurations = by_key(part, configuration)
+    for runs in sorted(
+        configurations.values(), key=lambda rs: (rs[0]["optimizer"], rs[0]["lr"], rs[0]["id"])
+    ):
+        r = runs[0]
         c = _style_index(colours, (r["optimizer"], r["lr"]))
         s = _style_index(styles, describe(r, extra))
         label = f"{r['optimizer']} lr={r['lr']:g}" + (f", {describe(r, extra)}" if extra else "")
-        if r["outcome"] != "ok":
-            label += f" [{r['outcome']}]"
-        series.append(_series(label, curves[r["id"]], c, s))
+        failed = sorted({x["outcome"] for x in runs if x["outcome"] != "ok"})
+        if failed:
+            label += f" [{'/'.join(failed)}]"
+        if len(runs) > 1:
+            label += f" (median of {len(runs)} runs)"
+        series.append(_series(label, _curve(runs, curves), c, s))
     return series
+
+
+def _accuracy_parts(group: Sequence[Row]) -> list[tuple[list[str], list[Row], str]]:
+    """One plot, or one per value of the other settings where more of them vary than line styles
+    can tell apart: (settings named in the labels, runs, what the plot's title adds)."""
+    extra = varying(group, skip=("optimizer", "lr", "model", "device"))
+    values = by_key(group, lambda r: describe(r, extra))
+    if len(values) <= len(plots.LINESTYLES):
+        return [(extra, list(group), "")]
+    return [([], part, text) for text, part in values.items()]
 
 
 def accuracy_section(db: Database, runs: Sequence[Row]) -> Section:
     section = Section(
         "accuracy",
         "Validation accuracy against epoch",
-        "One line per optimizer × learning rate (colour); other settings that vary are told apart by "
-        "line style and marker. A run that did not end ok shows the epochs it finished, its outcome "
-        "in brackets.",
+        "One line per configuration, coloured by optimizer × learning rate; other settings that vary "
+        "are told apart by line style and marker, or, where more vary than a plot can tell apart, "
+        "each value has its own plot. A run that did not end ok shows the epochs it finished, its "
+        "outcome in brackets.",
     )
     curves = val_accuracy(db, [r["id"] for r in runs])
     with_curves = [r for r in runs if r["id"] in curves]
@@ -241,14 +334,22 @@ def accuracy_section(db: Database, runs: Sequence[Row]) -> Section:
     if not with_curves:
         section.empty = "Every run with a validation accuracy trained a single epoch: no curve to draw."
         return section
-    groups: dict[tuple[str, str, str], list[Row]] = {}
-    for r in with_curves:
-        groups.setdefault((r["framework"], model_label(r), r["device"]), []).append(r)
-    for (framework, model, device), group in groups.items():
-        title = f"{framework}: {model} on {device}, validation accuracy"
-        caption = f"{len(group)} runs; accuracy on the validation split after each epoch."
-        image = plots.accuracy_curves(title, _accuracy_series(group, curves))
-        section.plots.append(Plot(slug("accuracy", framework, model, device), title, caption, image))
+    groups = by_key(
+        with_curves, lambda r: (r["framework"], model_label(r), r["device"], r.get("machine_label", ""))
+    )
+    for (framework, model, device, machine), group in groups.items():
+        parts = _accuracy_parts(group)
+        for extra, part, fixed in parts:
+            place = f"{framework}: {model} on {device}" + (f", {machine}" if machine else "")
+            title = f"{place}{f' ({fixed})' if fixed else ''}, validation accuracy"
+            caption = f"{len(part)} runs; accuracy on the validation split after each epoch"
+            if len(parts) > 1:
+                caption += f"; one of {len(parts)} plots of {place}, one per value of the other settings"
+            lines = _accuracy_series(part, extra, curves)
+            image = plots.accuracy_curves(title, lines)
+            ident = slug("accuracy", framework, model, device, machine, fixed)
+            data = series_data([[s] for s in lines], ("accuracy",))
+            section.plots.append(Plot(ident, title, caption + ".", image, data))
     return section
 
 

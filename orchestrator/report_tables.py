@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from orchestrator import fairness, samples
+from orchestrator import fairness, footnotes, samples
 from orchestrator.config import FAULT_FIELDS, RECURRENT_MODELS
 from orchestrator.db import Database
 from orchestrator.report import sweep_heading
@@ -263,19 +263,11 @@ def comparison(db: Database, sel: Selection) -> Table:
 
 
 def _footnote(db: Database, rows: list[dict[str, Any]], table: Table) -> None:
-    """Mark each cell whose framework is known to be limited there (orchestrator.fairness), and
-    number the notes under the table; records name theirs in fairness_notes."""
+    """Mark each cell that a note explains, or that is far from the fastest with no note, and
+    number the notes under the table, with the cells' figures (orchestrator.footnotes); records
+    name theirs in fairness_notes."""
     facts = fairness.facts(db, (r["last_run"] for r in rows if r["ok_runs"]))
-    numbers: dict[str, int] = {}
-    for r in rows:
-        marks = []
-        for note in fairness.notes_for(r, facts.get(r["last_run"])):
-            if note.text not in numbers:
-                numbers[note.text] = len(numbers) + 1
-                table.notes.append(f"[{numbers[note.text]}] {note.text}")
-            marks.append((numbers[note.text], note.key))
-        r["footnotes"] = "".join(f" [{n}]" for n, _ in marks)
-        r["fairness_notes"] = ",".join(key for _, key in marks) or None
+    table.notes.extend(footnotes.annotate(rows, facts, lambda r: f"{r['model']} {_device(r['device'])}"))
 
 
 # The raw numbers of a configuration's summary, as named in CSV and JSON (units in the names).

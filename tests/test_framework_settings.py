@@ -146,3 +146,4 @@ def test_jax_records_threads_and_xla_settings(defaults):
     settings = row["settings"]
     assert settings["backend"] == "cpu" and settings["enable_x64"] is False
     assert settings["memory_format"] == "NHWC" and "jit" in settings["execution"]
+    assert settings["depthwise"] == "shifted"  # bench's default on the CPU (docs/fairness.md)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import textwrap
 from html.parser import HTMLParser
@@ -81,6 +83,14 @@ axes:
   batch_size: [8, 32]
   optimizer: [sgd, adam]
 """
+# Two sweeps of the same held work that differ only in `threads` (as `--sweep all` over a 2-thread
+# sweep and a default-threads one, issue 22): the batch plot must not pool them.
+THREADS_SWEEP = """
+name: html-threads-{threads}
+settings: {{framework: fault, fault: hold, hold_seconds: 0.2, epochs: 1, threads: {threads},
+           sample_interval: 0}}
+axes: {{batch_size: [1, 8]}}
+"""
 
 
 def run_sweep(folder: Path, text: str, db: str | Path) -> str:
@@ -119,6 +129,10 @@ class _Images(HTMLParser):
             self.images[found["data-plot"]] = found
         if "data-empty" in found:
             self.empty.append(found["data-empty"])
+
+    def series(self, plot_id: str) -> list[dict]:
+        """The lines a plot draws, as the page keeps them beside the picture."""
+        return json.loads(self.images[plot_id]["data-series"])
 
 
 def parse_page(index: Path) -> _Images:
@@ -197,11 +211,37 @@ def test_page_of_a_fault_sweep(db: Path, tmp_path: Path):
     assert "batch-fault-hold-cpu" in ids and "crash-map-1" in ids
     assert [i for i in ids if i.startswith("timeline-fault-")], ids
     assert page.empty == ["accuracy"]  # the fault worker has no validation accuracy
+    # batch 1 and 8 at 1 and 3 held threads: a line per thread count, never their median
+    lines = page.series("batch-fault-hold-cpu")
+    assert [line["label"] for line in lines] == ["fault, held threads=1", "fault, held threads=3"]
+    assert all(line["x"] == [1.0, 8.0] for line in lines)
     html = index.read_text()
     assert "No run recorded a validation accuracy" in html
     assert "SIGSEGV" in html and "memory budget 100 MiB exceeded" in html and "<details>" in html
     assert "sweep 1 &#x27;html-faults&#x27;" in html and "Machine:" in html
     check_screenshot(index, tmp_path)
+
+
+def test_batch_plot_of_two_sweeps_that_differ_in_threads(tmp_path: Path):
+    db = tmp_path / "bench.db"
+    for threads in (1, 2):
+        assert "2 ok" in run_sweep(tmp_path, THREADS_SWEEP.format(threads=threads), db)
+    page, index = make_page(db, tmp_path / "site", "--sweep", "all")
+    lines = page.series("batch-fault-hold-cpu")
+    assert [line["label"] for line in lines] == ["fault, threads=1", "fault, threads=2"]
+    # Each point is its one configuration's run, as recorded: no value made of two configurations.
+    with sqlite3.connect(db) as conn:
+        recorded = {
+            (threads, batch): (spi * 1000, ips)
+            for threads, batch, spi, ips in conn.execute(
+                "SELECT threads, batch_size, seconds_per_image, images_per_second FROM runs"
+            )
+        }
+    for line, threads in zip(lines, (1, 2), strict=True):
+        points = [recorded[(threads, int(x))] for x in line["x"]]
+        assert line["ms_per_image"] == pytest.approx([ms for ms, _ in points], rel=1e-12)
+        assert line["images_per_second"] == pytest.approx([ips for _, ips in points], rel=1e-12)
+    assert "2 configurations, one line each, named by framework and threads" in index.read_text()
 
 
 def test_only_crashes_still_gives_a_page(db: Path, tmp_path: Path):

@@ -511,3 +511,52 @@ def test_gru_learns_the_synthetic_tokens(driven):
 
 def test_harness_runs_the_gru_and_its_features(sweep):
     torch_gru.assert_harness_ran(*sweep[3:])
+
+
+DEPTHWISE = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import jax, jax.numpy as jnp
+    from workers import models
+    from workers.adapters import jax_layers
+
+    # The network: the same parameters, names and shapes either way.
+    arch = models.build_arch("mobilenet_v2", 10, 32)
+    x = jnp.zeros((1, 32, 32, 3), jnp.float32)
+    shapes = [jax.tree_util.tree_map(jnp.shape, jax_layers.network(arch, way).init(
+        jax.random.PRNGKey(0), x, train=False)) for way in jax_layers.DEPTHWISE]
+    # The layer, against lax's grouped convolution: value and both gradients (input, kernel).
+    def grouped(x, w, stride, pad):
+        return jax.lax.conv_general_dilated(x, w, (stride, stride), ((pad, pad), (pad, pad)),
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                            feature_group_count=x.shape[-1])
+    rng = np.random.RandomState(0)
+    errors = []
+    for channels, size, kernel, stride in ((8, 9, 3, 1), (8, 9, 3, 2), (16, 8, 3, 2), (4, 7, 5, 1)):
+        x = jnp.asarray(rng.standard_normal((3, size, size, channels)).astype(np.float32))
+        w = jnp.asarray(rng.standard_normal((kernel, kernel, 1, channels)).astype(np.float32))
+        t = jnp.asarray(rng.standard_normal(grouped(x, w, stride, kernel // 2).shape).astype(np.float32))
+        for way in (grouped, jax_layers.depthwise):
+            f = lambda x, w: jnp.sum(way(x, w, stride, kernel // 2) * t)
+            out = way(x, w, stride, kernel // 2)
+            got = [out] + list(jax.grad(f, argnums=(0, 1))(x, w))
+            if way is grouped:
+                want = got
+        errors.append([float(jnp.abs(a - b).max() / jnp.abs(b).max()) for a, b in zip(got, want)]
+                      + [list(got[0].shape) == list(want[0].shape)])
+    json.dump({"same_shapes": shapes[0] == shapes[1], "errors": errors}, open(sys.argv[1], "w"))
+    """
+)
+
+
+def test_shifted_depthwise_computes_what_the_grouped_convolution_computes(jax_python, tmp_path):
+    """The port's depthwise convolution (shifted slices, the CPU default since issue 22) gives
+    what lax's grouped convolution gives, value and gradients, at strides 1 and 2 and kernels 3
+    and 5; and the network has the same parameters either way."""
+    (tmp_path / "depthwise.py").write_text(DEPTHWISE)
+    run_driver(jax_python, tmp_path / "depthwise.py", str(tmp_path / "out.json"), timeout=600)
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["same_shapes"]
+    for value, grad_x, grad_w, same_shape in out["errors"]:
+        assert same_shape and max(value, grad_x, grad_w) < 1e-5, out["errors"]

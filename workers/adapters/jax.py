@@ -38,6 +38,7 @@ class Adapter(base.Adapter):
         self._train_fn = self._eval_fn = None
         self._key = None
         self._tracer = None  # the jax_trace.Tracer of a traced run
+        self._depthwise = "grouped"  # how depthwise convolutions are computed: setup() decides
         self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC or token ids)
         self._arch = None
@@ -51,6 +52,7 @@ class Adapter(base.Adapter):
             raise base.Unsupported("device {!r} is not supported by the JAX adapter "
                                    "(cpu or cuda)".format(device))
         threads = int(self.config.get("threads") or 0)
+        self._depthwise = _depthwise(device)
         _environment_before_import(device, threads)
         try:
             import jax
@@ -71,7 +73,7 @@ class Adapter(base.Adapter):
             "build": "cuda" if plugin else "cpu",
             "cuda_version": _version(plugin.replace("_", "-")) if plugin else None,
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
-            "settings": _settings(jax),
+            "settings": dict(_settings(jax), depthwise=self._depthwise),
         }
         if device == "cuda":
             self.refuse_gpu_memory_budget(
@@ -93,7 +95,7 @@ class Adapter(base.Adapter):
         from workers.adapters import jax_layers
 
         jax, jnp = self.jax, self.jnp
-        self.net = jax_layers.network(arch)
+        self.net = jax_layers.network(arch, self._depthwise)
         self._arch = arch
         key = jax.random.PRNGKey(self.config["seed"])
         with jax.default_device(self.device):
@@ -322,6 +324,19 @@ def _environment_before_import(device, threads):
         os.environ["JAX_PLATFORMS"] = "cpu"
     if threads > 0:
         os.environ["PJRT_NPROC"] = str(threads)
+
+
+def _depthwise(device):
+    """How depthwise convolutions are computed (jax_layers.depthwise): BENCH_JAX_DEPTHWISE where
+    set (shifted or grouped); else shifted on the CPU, where XLA runs the grouped convolution
+    several times slower (docs/fairness.md, "JAX's MobileNetV2"), and grouped on cuda (cuDNN's
+    grouped convolution; not measured)."""
+    value = os.environ.get("BENCH_JAX_DEPTHWISE")
+    if value:
+        if value not in ("shifted", "grouped"):
+            raise ValueError("BENCH_JAX_DEPTHWISE={!r}: expected shifted or grouped".format(value))
+        return value
+    return "grouped" if device == "cuda" else "shifted"
 
 
 def _settings(jax):

@@ -14,10 +14,15 @@ import jax.numpy as jnp
 from workers import models
 
 
-def network(arch):
+DEPTHWISE = ("shifted", "grouped")  # how a depthwise convolution is computed (see depthwise)
+
+
+def network(arch, depthwise="grouped"):
     """The Flax module for an architecture; call init/apply with NHWC images (or int32 token
-    ids, shape (N, L)) and train=."""
-    return Network(layers=_frozen(arch["layers"]), input_shape=tuple(arch["input"]))
+    ids, shape (N, L)) and train=. ``depthwise``: "shifted" computes a convolution with one
+    filter per channel by `depthwise`, "grouped" by flax's grouped nn.Conv."""
+    return Network(layers=_frozen(arch["layers"]), input_shape=tuple(arch["input"]),
+                   depthwise=depthwise)
 
 
 def _frozen(value):
@@ -124,6 +129,7 @@ class GRU(nn.Module):
 class Network(nn.Module):
     layers: tuple
     input_shape: tuple
+    depthwise: str = "grouped"
 
     @nn.compact
     def __call__(self, x, train):
@@ -143,11 +149,14 @@ class Network(nn.Module):
         if op == "conv":
             fans = models.fans(node, shape[0])
             p = node["padding"]
+            init = _normal(models.init_scale("he_fan_out", *fans))
+            if self.depthwise == "shifted" and 1 < node["groups"] == shape[0] == node["out"]:
+                return DepthwiseConv(node["out"], node["kernel"], node["stride"], p, node["bias"],
+                                     init, nn.initializers.zeros, name=name)(x)
             return nn.Conv(node["out"], (node["kernel"],) * 2, (node["stride"],) * 2,
                            padding=((p, p), (p, p)), feature_group_count=node["groups"],
                            use_bias=node["bias"], name=name,
-                           kernel_init=_normal(models.init_scale("he_fan_out", *fans)),
-                           bias_init=nn.initializers.zeros)(x)
+                           kernel_init=init, bias_init=nn.initializers.zeros)(x)
         if op == "dense":
             fans = models.fans(node, shape[0])
             return nn.Dense(node["out"], use_bias=node["bias"], name=name,
@@ -189,6 +198,48 @@ class Network(nn.Module):
             return nn.relu(out) if node["post"] == "relu" else out
         from workers.adapters.base import Unsupported
         raise Unsupported("layer op {!r} is not supported by the JAX adapter".format(op))
+
+
+def depthwise(x, kernel, stride, pad):
+    """A depthwise convolution (NHWC; kernel (k, k, 1, C): one k x k filter per channel) written as
+    k * k strided slices of the padded input, each times its kernel tap, summed: the function of
+    lax.conv_general_dilated with feature_group_count = C. XLA's CPU backend fuses this into
+    elementwise loops, forward and backward; the grouped convolution falls to a much slower path
+    there (docs/fairness.md, "JAX's MobileNetV2"; benchmarks/jax_depthwise.py)."""
+    k = kernel.shape[0]
+    n, h, w, c = x.shape
+    ho = (h + 2 * pad - k) // stride + 1
+    wo = (w + 2 * pad - k) // stride + 1
+    padded = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    out = None
+    for a in range(k):
+        for b in range(k):
+            end = (n, a + stride * (ho - 1) + 1, b + stride * (wo - 1) + 1, c)
+            tap = jax.lax.slice(padded, (0, a, b, 0), end, (1, stride, stride, 1)) * kernel[a, b, 0]
+            out = tap if out is None else out + tap
+    return out
+
+
+class DepthwiseConv(nn.Module):
+    """nn.Conv with feature_group_count = channels = features, computed by `depthwise`: the same
+    parameters (kernel (k, k, 1, C), bias (C,)) under the same names, so weights match one to one."""
+
+    features: int
+    kernel_size: int
+    stride: int
+    padding: int
+    use_bias: bool
+    kernel_init: object
+    bias_init: object
+
+    @nn.compact
+    def __call__(self, x):
+        k = self.kernel_size
+        kernel = self.param("kernel", self.kernel_init, (k, k, 1, self.features))
+        y = depthwise(x, kernel, self.stride, self.padding)
+        if self.use_bias:
+            y = y + self.param("bias", self.bias_init, (self.features,))
+        return y
 
 
 def _adaptive_avgpool(x, size, shape):
