@@ -61,6 +61,11 @@ MEANINGS: dict[str, str] = {
     "trace": "kernels: time each kernel or operator in the timed epochs (perturbs timing; docs/kernels.md).",
     "task": "inference: forward passes in evaluation mode, no training (docs/inference.md).",
     "features": "With task inference: stop at the pooled features, without the classifier.",
+    "min_time": (
+        "Least timed seconds per run: extra timed epochs (not evaluated) are added until reached "
+        "(default 2; fault 0; docs/reports.md)."
+    ),
+    "min_steps": "Least timed steps per run, reached as min_time is (default 20; fault 1).",
 }
 
 _FORMATS: dict[str, str] = {
@@ -70,6 +75,7 @@ _FORMATS: dict[str, str] = {
     "timeout": f"seconds, a number > 0 below {MAX_SECONDS:.0e}",
     "seconds": _SECONDS,
     "hold_seconds": _SECONDS,
+    "min_time": _SECONDS,
     "sample_interval": "seconds, a number >= 0 below 3600",
     "data_dir": "a folder path",
     "cpus": 'CPU numbers such as "0-3,6" or 2',
