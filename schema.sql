@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -128,7 +128,13 @@ CREATE TABLE runs (
     -- memory and workload (version 5)
     swap_peak_bytes         INTEGER,                     -- the tree's VmSwap peak; NULL: no swap on the machine
     task                    TEXT,                        -- configuration: inference; NULL: train
-    features                INTEGER                      -- configuration: 1: pooled features only; NULL: full model
+    features                INTEGER,                     -- configuration: 1: pooled features only; NULL: full model
+    -- version 6: disturbance (profiler/disturbance.py), over the timed epochs
+    other_cpu_percent_mean  REAL,                        -- CPU of everything but bench on the allowed
+                                                         -- CPUs, % of their capacity
+    steal_percent_mean      REAL,                        -- hypervisor steal, % of that capacity
+    disturbed               INTEGER,                     -- 1: past a threshold; 0: quiet; NULL: unknown
+    disturbance             TEXT                         -- why it is flagged
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 
@@ -192,6 +198,10 @@ CREATE TABLE samples (
                                                          -- seen, J (NULL: no counter)
     gpu_power_watts     REAL,                            -- the run's GPUs' power draw, W (NVML)
     swap_bytes          INTEGER,                         -- the tree's VmSwap; NULL: the machine has no swap
+    -- version 6: disturbance
+    other_cpu_percent   REAL,                            -- everything but bench on the allowed CPUs,
+                                                         -- % of their capacity, since the previous sample
+    steal_percent       REAL,                            -- hypervisor steal, % of that capacity
     PRIMARY KEY (run_id, seq)
 );
 
@@ -212,6 +222,8 @@ CREATE TABLE phases (
     rss_mean_bytes          REAL,
     rss_peak_bytes          INTEGER,
     gpu_memory_peak_bytes   INTEGER,
+    -- version 6: disturbance
+    other_cpu_percent_mean  REAL,                        -- as runs.other_cpu_percent_mean, this phase's
     PRIMARY KEY (run_id, seq)
 );
 

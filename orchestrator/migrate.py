@@ -35,6 +35,7 @@ TABLES_BY_VERSION = {
     3: _FIRST_TABLES | {"samples", "phases"},
     4: _FIRST_TABLES | {"samples", "phases", "kernels"},
     5: _FIRST_TABLES | {"samples", "phases", "kernels"},
+    6: _FIRST_TABLES | {"samples", "phases", "kernels"},
 }
 
 
