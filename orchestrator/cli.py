@@ -124,6 +124,8 @@ def run(
     executor: str,
     address: str,
     pack: bool,
+    wait_idle: float | None,
+    retry_disturbed: int,
     db_url: str,
     env_dir: str | None,
 ) -> None:
@@ -136,6 +138,7 @@ def run(
       bench run --matrix m.yaml --resume
       bench run --matrix m.yaml --executor ray --address HEAD:6379
       bench run --matrix matrices/batch-sweep.yaml --no-backstop
+      bench run --matrix m.yaml --wait-idle 300 --retry-disturbed 2
     """
     if pack and executor != "ray":
         raise ConfigError("--pack spreads runs over a Ray cluster's nodes: use it with --executor ray")
@@ -152,7 +155,7 @@ def run(
         return
     db = Database(db_url, create=not dry_run)
     sweep = latest_sweep(db, m.name) if resume else None
-    runner = None if dry_run else make_executor(executor, address, pack, env_dir)
+    runner = None if dry_run else make_executor(executor, address, pack, env_dir, wait_idle)
     done = finished_hashes(db, sweep["id"], backstop=not no_backstop) if sweep else set()
     if dry_run:
         _dry_run(configs, done)
@@ -185,6 +188,7 @@ def run(
             data_files=data_files,
             executor=runner,
             walls=None if no_backstop else walls_of(db, sweep_id),
+            retry_disturbed=retry_disturbed,
         )
     finally:
         if runner is not None:

@@ -59,7 +59,7 @@ def verdict(a: dict[str, Any] | None, b: dict[str, Any] | None) -> str:
         return "only in A" if b is None else "only in B"
     if not a["ok_runs"] or not b["ok_runs"]:
         return f"{a['outcome']} → {b['outcome']}" if a["outcome"] != b["outcome"] else f"both {a['outcome']}"
-    if a["disturbed"] or b["disturbed"]:  # a slower side may be the other load, not the change
+    if a.get("disturbed") or b.get("disturbed"):  # a slower side may be the other load, not the change
         return NO_VERDICT
     if min(a["timed_epochs"], b["timed_epochs"]) < MIN_EPOCHS or not a["epoch_seconds_median"]:
         return "too few epochs"
