@@ -11,6 +11,7 @@ here are printed, so the figures say what else ran.
 
     .venv/bin/python benchmarks/disturbance.py
     .venv/bin/python benchmarks/disturbance.py --repeats 5 --loops 0,1,2 --frameworks fault
+    .venv/bin/python benchmarks/disturbance.py --cost    # what the reading adds to a sample
 
 A benchmark, not a test: it exits 0 once it has measured.
 """
@@ -50,7 +51,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--loops", default="0,1", help="busy loops beside the run, per condition")
     parser.add_argument("--frameworks", default="fault,pytorch", help=f"of {', '.join(MATRICES)}")
     parser.add_argument("--idle-windows", type=int, default=5, help="--wait-idle readings per condition")
+    parser.add_argument("--cost", action="store_true", help="only: the sampler's added CPU per sample")
     return parser.parse_args(argv)
+
+
+def cost(calls: int = 2000) -> None:
+    """CPU time of the other-load reading a sample adds (/proc/stat and the parent's times)."""
+    other = disturbance.OtherLoad(None)
+    start = time.process_time()
+    for _ in range(calls):
+        other.measure(0.0)
+    per_call = (time.process_time() - start) / calls
+    print(
+        f"OtherLoad.measure: {per_call * 1e6:.0f} µs of CPU a sample ({calls} calls); at 0.1 s: "
+        f"{per_call * 10 * 1000:.2f} ms/s"
+    )
 
 
 def busy_loops(count: int) -> list[subprocess.Popen]:
@@ -124,6 +139,9 @@ def condition(folder: Path, frameworks: list[str], loops: int, args: argparse.Na
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.cost:
+        cost()
+        return 0
     frameworks = [f for f in args.frameworks.split(",") if f]
     print(
         f"{os.cpu_count()} CPUs; thresholds: other load {disturbance.OTHER_LIMIT:g}%, "
