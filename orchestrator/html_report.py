@@ -78,7 +78,7 @@ def html_table(rows: Sequence[Row], columns: Sequence[Column], markup: Sequence[
         # A disturbed run's timing is marked "!" in its cell (as in the terminal) and its row tinted.
         tr = (
             '<tr class="disturbed" title="disturbed: other load during its timed epochs">'
-            if row.get("disturbed")
+            if row.get("disturbed") and row.get("outcome", "ok") == "ok"  # a failed run has no timing
             else "<tr>"
         )
         body.append(tr + "".join(cells) + "</tr>")

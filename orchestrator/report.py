@@ -230,7 +230,8 @@ def results(
         return f"{head}\nevery configuration ended ok"
     note = f"\n{TRACED_NOTE}" if any(r.get("trace") == "kernels" for r in rows) and not crashes else ""
     note += f"\n{PACKED_NOTE}" if any(r.get("packed") for r in rows) and not crashes else ""
-    note += f"\n{DISTURBED_NOTE}" if any(r.get("disturbed") for r in rows) and not crashes else ""
+    disturbed = any(r.get("disturbed") and r["outcome"] == "ok" for r in rows)
+    note += f"\n{DISTURBED_NOTE}" if disturbed and not crashes else ""
     return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
 
 
