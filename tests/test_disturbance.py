@@ -242,6 +242,13 @@ def test_every_report_marks_the_disturbed_run(sweeps, tmp_path):
     assert bench(db, "report", "--sweep", "2", "--html", str(tmp_path / "page")).exit_code == 0
     html = (tmp_path / "page" / "index.html").read_text()
     assert '<tr class="disturbed"' in html and "! disturbed:" in html
+    resources = bench(db, "report", "--sweep", "2", "--resources").output
+    [line] = [t for t in resources.splitlines() if t.startswith(f"{latest['id']} ")]
+    assert marked(line) and "! disturbed:" in resources
+    [row] = csv.DictReader(
+        io.StringIO(bench(db, "report", "--sweep", "2", "--resources", "--format", "csv").output)
+    )
+    assert row["disturbed"] == "1" and float(row["other_cpu_percent_mean"]) > disturbance.OTHER_LIMIT
     inspect = bench(db, "inspect", str(latest["id"])).output
     assert "other load:" in inspect and "DISTURBED" in inspect
 
