@@ -144,7 +144,7 @@ def summary(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 class OtherLoad:
-    """What else ran on the run's CPUs since the last sample (profiler/disturbance.py).
+    """What else ran on the run's CPUs since the last sample.
 
     Bench's own CPU time there is the run's tree (measured by Tree), this sampler, and the bench
     process that started it (its parent: it waits, reading the worker's pipes); all three are
@@ -157,8 +157,8 @@ class OtherLoad:
             self.parent: psutil.Process | None = psutil.Process(os.getppid())
         except psutil.Error:
             self.parent = None
-        self.stat = read_stat()
-        self.bench_seconds = self._bench_seconds()
+        self.stat: dict[int, CpuTicks] | None = None  # read at the first sample
+        self.bench_seconds = 0.0
 
     def _bench_seconds(self) -> float:
         seconds = _own_cpu_seconds()
@@ -173,8 +173,11 @@ class OtherLoad:
     def measure(self, tree_seconds: float) -> dict[str, Any]:
         """Other load and steal in % of the allowed CPUs' capacity, and the seconds behind them."""
         stat, bench = read_stat(), self._bench_seconds()
-        found = share(self.stat, stat, self.cpus, tree_seconds + bench - self.bench_seconds)
+        before, own = self.stat, tree_seconds + bench - self.bench_seconds
         self.stat, self.bench_seconds = stat, bench
+        # The first sample's tree CPU is all the worker used since it started, before any read of
+        # /proc/stat: it only sets the baseline, so figures start with the second sample.
+        found = share(before, stat, self.cpus, own) if before is not None else None
         if found is None:
             return {"other": None, "steal": None}
         return {
