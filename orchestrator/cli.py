@@ -16,7 +16,7 @@ from orchestrator import matrix, record, report_cli
 from orchestrator import report as reports
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
-from orchestrator.cli_executor import executor_options, make_executor
+from orchestrator.cli_executor import check_disturbance_options, executor_options, make_executor
 from orchestrator.cli_options import BenchGroup, IdType, db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import RunConfig
 from orchestrator.config_checks import config_from_stored
@@ -142,6 +142,7 @@ def run(
     """
     if pack and executor != "ray":
         raise ConfigError("--pack spreads runs over a Ray cluster's nodes: use it with --executor ray")
+    check_disturbance_options(executor, wait_idle, retry_disturbed)
     m = matrix.load_matrix(Path(matrix_path))
     configs = list(m.configs)
     if only is not None:  # `--only ""` is an empty filter, an error: never the whole matrix

@@ -78,17 +78,28 @@ def executor_options(f: Any) -> Any:
     return f
 
 
+def check_disturbance_options(executor: str, wait_idle: float | None, retry_disturbed: int) -> None:
+    """--wait-idle and --retry-disturbed are the local executor's (docs/profiler.md)."""
+    if executor == "local":
+        return
+    if wait_idle is not None:
+        raise ConfigError(
+            "--wait-idle watches this machine's CPUs before each run: it works with the local executor "
+            "only (a Ray run's node is not this machine; its runs are still flagged when disturbed)"
+        )
+    if retry_disturbed:
+        raise ConfigError(
+            "--retry-disturbed works with the local executor only (the Ray executor has taken every "
+            "job by the time the last runs are flagged); bench report marks the disturbed runs"
+        )
+
+
 def make_executor(
     name: str, address: str, pack: bool, env_dir: str | None, wait_idle: float | None = None
 ) -> Executor:
     """Before the sweep starts, so that a cluster that cannot be used costs nothing recorded."""
     if name == "local":
         return LocalExecutor(env_dir, wait_idle)
-    if wait_idle is not None:
-        raise ConfigError(
-            "--wait-idle watches this machine's CPUs before each run: it works with the local executor "
-            "only (a Ray run's node is not this machine; its runs are still flagged when disturbed)"
-        )
     from orchestrator.ray_executor import RayExecutor  # ray is an extra: imported only when asked for
 
     return RayExecutor(address, pack, env_dir)

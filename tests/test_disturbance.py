@@ -289,6 +289,10 @@ def test_bad_wait_idle_and_retry_values_are_one_line_errors(tmp_path):
         (["--wait-idle", "nan"], "--wait-idle 'nan': expected seconds"),
         (["--retry-disturbed", "-1"], "--retry-disturbed '-1': expected a count, 0 to 100"),
         (["--wait-idle", "5", "--executor", "ray"], "--wait-idle watches this machine's CPUs"),
+        (
+            ["--retry-disturbed", "2", "--executor", "ray"],
+            "--retry-disturbed works with the local executor only",
+        ),
     ):
         result = bench(tmp_path / "b.db", "run", "--matrix", matrix, *args)
         assert result.exit_code == 1 and result.output.startswith(f"error: {message}"), result.output
