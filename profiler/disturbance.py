@@ -23,9 +23,9 @@ PROC_STAT = "/proc/stat"
 TICK_SECONDS = 1.0 / os.sysconf("SC_CLK_TCK")
 
 # Thresholds, in % of the allowed CPUs' capacity, mean over the timed epochs. One busy core beside
-# a run on 2 CPUs is 50 %; a quiet machine's figure is the system's daemons and rounding (measured:
-# docs/performance.md). 15 % is under a third of one busy core on 2 CPUs and well above that noise:
-# a compile, a test suite or a second benchmark is seen, a cron job's blip is not.
+# a run on 2 CPUs is 50 %; quiet, a run read 0-2 % on the 2-vCPU development machine (the system's
+# daemons and rounding; docs/performance.md). 15 % is seven times that and under a third of one
+# busy core on 2 CPUs: a compile, a test suite or a second benchmark is seen, a cron job's blip is not.
 OTHER_LIMIT = 15.0
 # Steal is time the run could not have had at all; a few % is common on a shared cloud host.
 STEAL_LIMIT = 10.0
