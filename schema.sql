@@ -136,7 +136,13 @@ CREATE TABLE runs (
     timed_epochs            INTEGER,                     -- timed epochs, extra ones included
     timed_steps             INTEGER,                     -- timed steps over those epochs
     timed_seconds           REAL,                        -- their seconds
-    samples_note            TEXT                         -- why the run had fewer than it aimed at; NULL: it had enough
+    samples_note            TEXT,                        -- why the run had fewer than it aimed at; NULL: it had enough
+    -- version 6: disturbance (profiler/disturbance.py), over the timed epochs
+    other_cpu_percent_mean  REAL,                        -- CPU of everything but bench on the allowed
+                                                         -- CPUs, % of their capacity
+    steal_percent_mean      REAL,                        -- hypervisor steal, % of that capacity
+    disturbed               INTEGER,                     -- 1: past a threshold; 0: quiet; NULL: unknown
+    disturbance             TEXT                         -- why it is flagged
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 
@@ -202,6 +208,10 @@ CREATE TABLE samples (
                                                          -- seen, J (NULL: no counter)
     gpu_power_watts     REAL,                            -- the run's GPUs' power draw, W (NVML)
     swap_bytes          INTEGER,                         -- the tree's VmSwap; NULL: the machine has no swap
+    -- version 6: disturbance
+    other_cpu_percent   REAL,                            -- everything but bench on the allowed CPUs,
+                                                         -- % of their capacity, since the previous sample
+    steal_percent       REAL,                            -- hypervisor steal, % of that capacity
     PRIMARY KEY (run_id, seq)
 );
 
@@ -222,6 +232,8 @@ CREATE TABLE phases (
     rss_mean_bytes          REAL,
     rss_peak_bytes          INTEGER,
     gpu_memory_peak_bytes   INTEGER,
+    -- version 6: disturbance
+    other_cpu_percent_mean  REAL,                        -- as runs.other_cpu_percent_mean, this phase's
     PRIMARY KEY (run_id, seq)
 );
 

@@ -16,7 +16,7 @@ from orchestrator import matrix, record, report_cli
 from orchestrator import report as reports
 from orchestrator import report_kernels as kernel_reports
 from orchestrator import report_timeline as timelines
-from orchestrator.cli_executor import executor_options, make_executor
+from orchestrator.cli_executor import check_disturbance_options, executor_options, make_executor
 from orchestrator.cli_hint import hint
 from orchestrator.cli_options import BenchGroup, IdType, db_option, env_dir_option, prepare_data, runs_root
 from orchestrator.config import RunConfig
@@ -139,6 +139,8 @@ def run(
     executor: str,
     address: str,
     pack: bool,
+    wait_idle: float | None,
+    retry_disturbed: int,
     db_url: str,
     env_dir: str | None,
 ) -> None:
@@ -151,9 +153,11 @@ def run(
       bench run --matrix m.yaml --resume
       bench run --matrix m.yaml --executor ray --address HEAD:6379
       bench run --matrix matrices/batch-sweep.yaml --no-backstop
+      bench run --matrix m.yaml --wait-idle 300 --retry-disturbed 2
     """
     if pack and executor != "ray":
         raise ConfigError("--pack spreads runs over a Ray cluster's nodes: use it with --executor ray")
+    check_disturbance_options(executor, wait_idle, retry_disturbed)
     m = matrix.load_matrix(Path(matrix_path))
     configs = list(m.configs)
     if only is not None:  # `--only ""` is an empty filter, an error: never the whole matrix
@@ -167,7 +171,7 @@ def run(
         return
     db = Database(db_url, create=not dry_run)
     sweep = latest_sweep(db, m.name) if resume else None
-    runner = None if dry_run else make_executor(executor, address, pack, env_dir)
+    runner = None if dry_run else make_executor(executor, address, pack, env_dir, wait_idle)
     done = finished_hashes(db, sweep["id"], backstop=not no_backstop) if sweep else set()
     if dry_run:
         _dry_run(configs, done)
@@ -201,6 +205,7 @@ def run(
             data_files=data_files,
             executor=runner,
             walls=None if no_backstop else walls_of(db, sweep_id),
+            retry_disturbed=retry_disturbed,
         )
     finally:
         if runner is not None:

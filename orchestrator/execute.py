@@ -151,7 +151,7 @@ def execute(
     if python is None or cpus_problem:
         outcome = outcomes.Outcome("unavailable", reason=cpus_problem or where)
     else:
-        sidecar = sidecar_for(config, run_dir)
+        sidecar = sidecar_for(config, run_dir, cpus)
         if sidecar:
             sidecar.launch(token)
         finished = run_worker(
@@ -209,11 +209,13 @@ def allowed_cpus(config: RunConfig) -> tuple[set[int] | None, int, str | None]:
     return wanted, len(wanted), None
 
 
-def sidecar_for(config: RunConfig, run_dir: Path) -> Sidecar | None:
+def sidecar_for(config: RunConfig, run_dir: Path, cpus: set[int] | None = None) -> Sidecar | None:
+    """``cpus``: those the run is pinned to; unpinned, it may use all of bench's."""
     interval = DEFAULT_SAMPLE_INTERVAL if config.sample_interval is None else config.sample_interval
     if interval <= 0:
         return None
-    return Sidecar(SidecarSettings(interval, config.memory_budget), run_dir)
+    allowed = format_cpus(cpus or os.sched_getaffinity(0))
+    return Sidecar(SidecarSettings(interval, config.memory_budget, allowed), run_dir)
 
 
 def gather(

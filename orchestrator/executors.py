@@ -12,15 +12,16 @@ returns.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Protocol
 
-from orchestrator import liveruns
+from orchestrator import idle, liveruns
 from orchestrator.config import RunConfig
-from orchestrator.execute import RunRecord, execute
+from orchestrator.execute import RunRecord, allowed_cpus, execute
 from orchestrator.progress import Progress
 
 EXECUTORS = ("local", "ray")
@@ -54,11 +55,15 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, env_root: str | None) -> None:
+    def __init__(self, env_root: str | None, wait_idle: float | None = None) -> None:
         self.env_root = env_root
+        self.wait_idle = wait_idle  # seconds to wait, at most, for a quiet machine before each run
 
     def run(self, jobs: Iterable[Job], progress: Progress) -> Generator[RunRecord, None, None]:
         for job in jobs:
+            if self.wait_idle is not None:
+                cpus = allowed_cpus(job.config)[0] or os.sched_getaffinity(0)
+                idle.wait_idle(cpus, self.wait_idle, progress.note)
             progress.begin(job.config, job.run_dir)
             rec = execute(
                 job.config,

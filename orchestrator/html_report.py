@@ -56,6 +56,7 @@ table { border-collapse: collapse; font-size: 0.88em; margin: 0.8em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.55em; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; } tr:nth-child(even) td { background: #fafafa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.disturbed td { background: #fdecea; }
 pre { white-space: pre-wrap; font-size: 0.85em; background: #f6f6f6; padding: 0.5em; margin: 0.3em 0; }
 details summary { cursor: pointer; color: #0a58ca; }
 nav ul { columns: 2; } .scroll { overflow-x: auto; } .note { font-size: 0.9em; color: #555; }
@@ -75,7 +76,13 @@ def html_table(rows: Sequence[Row], columns: Sequence[Column], markup: Sequence[
             css = ' class="num"' if numeric else ""
             text = c.fmt(row) if c.key in markup else escape(c.fmt(row))
             cells.append(f"<td{css}>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        # A disturbed run's timing is marked "!" in its cell (as in the terminal) and its row tinted.
+        tr = (
+            '<tr class="disturbed" title="disturbed: other load during its timed epochs">'
+            if row.get("disturbed") and row.get("outcome", "ok") == "ok"  # a failed run has no timing
+            else "<tr>"
+        )
+        body.append(tr + "".join(cells) + "</tr>")
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     return f'<div class="scroll">{table}</div>'
 

@@ -204,6 +204,10 @@ class Progress:
         text = safe_line(text + node + detail)
         self._line(("\r\x1b[2K" if self.live else "") + text)
 
+    def note(self, text: str) -> None:
+        """A line of its own between runs (--wait-idle, --retry-disturbed), over the live line."""
+        self._line(("\r\x1b[2K" if self.live else "") + safe_line(text))
+
     def _line(self, text: str) -> None:
         self._write(text + "\n")
 

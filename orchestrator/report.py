@@ -13,7 +13,7 @@ from orchestrator import samples
 from orchestrator.config_checks import config_from_stored
 from orchestrator.db import Database
 from orchestrator.errors import BenchError, DatabaseError
-from orchestrator.report_select import where_conditions
+from orchestrator.report_select import DISTURBANCE_KEYS, DISTURBED_NOTE, disturbed_mark, where_conditions
 from orchestrator.report_timeline import find_run
 from orchestrator.tables import Column, number, render
 from orchestrator.terminal import safe, safe_line
@@ -72,6 +72,7 @@ def _epoch_seconds(row: dict[str, Any]) -> str:
     if (row.get("timed_epochs") or 1) > 1 or row.get("repeats", 1) > 1 or row.get("epochs", 1) > 1:
         text += f" ({number(row['min_epoch_seconds'])}–{number(row['max_epoch_seconds'])})"
     text += TRACED_MARK if row.get("trace") == "kernels" else ""
+    text += disturbed_mark(row)
     return text + PACKED_MARK if row.get("packed") else text
 
 
@@ -158,7 +159,13 @@ RESULT_KEYS = {c.key for c in RESULT_COLUMNS} - {"relative_spread"} | {
     "timed_steps",
     "timed_seconds",
     "samples_note",
+    *DISTURBANCE_KEYS,
 }
+# CSV has no marks: the disturbance is two fields of its own (JSON carries every column anyway).
+CSV_EXTRA = [
+    Column("disturbed", "disturbed"),
+    Column("other_cpu_percent_mean", "other_cpu_percent_mean"),
+]
 
 
 def _where(row: dict[str, Any]) -> str:
@@ -218,6 +225,7 @@ def results(
     training = [r for r in rows if r.get("task") != "inference"] if not crashes else rows
     if fmt in ("csv", "json") or not inference:
         columns = CRASH_COLUMNS if crashes else (MIXED_COLUMNS if inference else RESULT_COLUMNS)
+        columns = columns + CSV_EXTRA if fmt == "csv" and not crashes else columns
         body = render(rows, columns, fmt, document={"sweep": sweep, "runs": rows})
     else:  # table and markdown: inference rows in a table of their own, with their units
         parts = [render(training, RESULT_COLUMNS, fmt)] if training else []
@@ -235,6 +243,8 @@ def results(
     note = f"\n{TRACED_NOTE}" if any(r.get("trace") == "kernels" for r in rows) and not crashes else ""
     note += f"\n{PACKED_NOTE}" if any(r.get("packed") for r in rows) and not crashes else ""
     note += "".join(f"\n{n}" for n in samples.mark_notes(rows)) if not crashes else ""
+    disturbed = any(r.get("disturbed") and r["outcome"] == "ok" for r in rows)
+    note += f"\n{DISTURBED_NOTE}" if disturbed and not crashes else ""
     return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
 
 

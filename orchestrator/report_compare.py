@@ -14,7 +14,15 @@ from typing import Any
 from orchestrator import samples
 from orchestrator.config import FIELD_NAMES
 from orchestrator.db import Database
-from orchestrator.report_select import Selection, machine_labels, pick_sweeps, sort_key, summaries, varying
+from orchestrator.report_select import (
+    Selection,
+    disturbed_mark,
+    machine_labels,
+    pick_sweeps,
+    sort_key,
+    summaries,
+    varying,
+)
 from orchestrator.report_tables import Table, key_columns, throughput, with_range
 from orchestrator.tables import Column, mib, number
 
@@ -38,7 +46,10 @@ SIDE_KEYS = (
     "epoch_seconds_max",
     "seconds_per_image_median",
     "rss_peak_bytes_median",
+    "disturbed",
+    "other_cpu_percent_mean",
 )
+NO_VERDICT = "disturbed: no verdict"
 
 
 def relative_spread(side: dict[str, Any]) -> float:
@@ -51,6 +62,8 @@ def verdict(a: dict[str, Any] | None, b: dict[str, Any] | None) -> str:
         return "only in A" if b is None else "only in B"
     if not a["ok_runs"] or not b["ok_runs"]:
         return f"{a['outcome']} → {b['outcome']}" if a["outcome"] != b["outcome"] else f"both {a['outcome']}"
+    if a.get("disturbed") or b.get("disturbed"):  # a slower side may be the other load, not the change
+        return NO_VERDICT
     if min(a["timed_epochs"], b["timed_epochs"]) < MIN_EPOCHS or not a["epoch_seconds_median"]:
         return "too few epochs"
     ratio = b["epoch_seconds_median"] / a["epoch_seconds_median"]
@@ -125,7 +138,8 @@ def _side_cell(side: str) -> Column:
             return "—"
         if not s["ok_runs"]:
             return s["outcome"]
-        return with_range(s["epoch_seconds_median"], s["epoch_seconds_min"], s["epoch_seconds_max"])
+        cell = with_range(s["epoch_seconds_median"], s["epoch_seconds_min"], s["epoch_seconds_max"])
+        return cell + disturbed_mark(s)
 
     return Column(f"{side.upper()} epoch s (median, min–max)", f"{side}_epoch_seconds_median", cell)
 
@@ -183,9 +197,31 @@ def _notes(
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no configurations"
     notes = [f"{len(rows)} configurations: {summary}", RULE]
     notes += _advice_notes(rows)
+    notes += _disturbed_notes(rows)
     if a["machine"] != b["machine"]:
         notes.append(
             f"note: the two sweeps ran on different machines (A on {labels[a['machine']]}, B on "
             f"{labels[b['machine']]}): the ratios compare the machines too"
         )
     return notes
+
+
+def _disturbed_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """Which side of each refused pair was disturbed, by how much, and what to do about it."""
+    refused = [r for r in rows if r["verdict"] == NO_VERDICT]
+    if not refused:
+        return []
+    notes = [
+        f"! {NO_VERDICT}: {len(refused)} configurations where a side's timed epochs ran beside other "
+        "load past the threshold (docs/profiler.md), so a difference may be that load, not the "
+        "change; re-run the disturbed side with bench run --wait-idle SECONDS --retry-disturbed N"
+    ]
+    for r in refused:
+        sides = [_disturbed_side(side, r[side]) for side in ("a", "b") if r[side]["disturbed"]]
+        notes.append(f"  {r['framework']} {r['model']} {r['config_hash'][:8]}: disturbed {', '.join(sides)}")
+    return notes
+
+
+def _disturbed_side(side: str, summary: dict[str, Any]) -> str:
+    other = number(summary["other_cpu_percent_mean"])
+    return f"{side.upper()} (run {summary['last_run']}, other load {other}% of its CPUs)"

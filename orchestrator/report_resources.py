@@ -17,6 +17,7 @@ from orchestrator.config import FIELD_NAMES
 from orchestrator.db import Database
 from orchestrator.errors import ConfigError
 from orchestrator.report import latest_runs, model_label, pick_sweep, sweep_heading
+from orchestrator.report_select import disturbed_mark, disturbed_note
 from orchestrator.tables import Column, mib_column, number, render
 from profiler import energy
 
@@ -38,6 +39,8 @@ UNITS = {
     "gpu_joules_per_epoch": "J, the run's GPUs (whole device), median over the timed epochs",
     "gpu_joules_per_image": "J, the same divided by the epoch's images, median",
     "gpu_energy_source": "what the joules come from, or 'none: ' and why there is no figure",
+    "other_cpu_percent_mean": "% of the allowed CPUs' capacity used by anything but bench, timed epochs",
+    "disturbed": "1: other load or steal past the threshold (docs/profiler.md); 0: quiet; null: unknown",
 }
 
 
@@ -81,6 +84,14 @@ RESOURCE_COLUMNS = [
     Column("GPU J/epoch", "gpu_joules_per_epoch"),
     Column("GPU mJ/image", "gpu_joules_per_image", lambda r: _millis(r.get("gpu_joules_per_image"))),
     mib_column("swap peak MiB", "swap_peak_bytes"),
+    # The run's CPU figures shrink when it shares its CPUs: the other load says whether it did.
+    Column(
+        "other load %",
+        "other_cpu_percent_mean",
+        lambda r: (
+            number(r.get("other_cpu_percent_mean")) + (disturbed_mark(r) if r["outcome"] == "ok" else "")
+        ),
+    ),
     Column("sampler", "sampler_status", _sampler),
 ]
 # What CSV and JSON carry besides the columns: enough to tell configurations apart and to read units.
@@ -92,6 +103,7 @@ EXTRA_KEYS = (
     "samples_count",
     "sampler_cpu_seconds",
     "gpu_energy_source",
+    "disturbed",
 )
 
 
@@ -149,6 +161,7 @@ def resources(
     if not any(r.get("samples_count") for r in rows):
         parts.append("no run of this sweep has resource samples (sampler off, or recorded before it)")
     parts += energy_notes(rows)
+    parts += disturbed_note(r for r in rows if r["outcome"] == "ok")
     parts += _sections(comparisons, keys, fmt)
     return "\n".join(parts)
 

@@ -160,6 +160,8 @@ RUN_METRICS = (
     "timed_steps",
     "timed_seconds",
     "samples_note",
+    "disturbed",
+    "other_cpu_percent_mean",
 )
 
 
@@ -192,6 +194,7 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     row["outcome"] = "ok" if ok else "/".join(sorted(set(row["failed"])))
     row.update(_pooled(ok))
     row.update(samples.pooled_counts(ok))
+    row.update(disturbance(ok))
     return row
 
 
@@ -210,6 +213,34 @@ def _pooled(ok: list[dict[str, Any]]) -> dict[str, Any]:
         "rss_peak_bytes_min": rss[1],
         "rss_peak_bytes_max": rss[2],
     }
+
+
+# --- disturbance (profiler/disturbance.py): marked wherever a timing is shown ----------------------
+
+DISTURBED_MARK = " !"
+DISTURBED_NOTE = (
+    "! disturbed: other load on the run's CPUs (or steal) passed the threshold during its timed epochs, "
+    "so its timing is not trustworthy (bench inspect RUN says how much; docs/profiler.md); "
+    "re-run it with bench run --wait-idle SECONDS --retry-disturbed N"
+)
+DISTURBANCE_KEYS = ["disturbed", "other_cpu_percent_mean"]
+
+
+def disturbance(ok: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pooled runs: disturbed if any was (1), quiet if all were measured quiet (0), else unknown
+    (None: no sampler); the other load is the worst run's."""
+    flags = [r["disturbed"] for r in ok]
+    other = [r["other_cpu_percent_mean"] for r in ok if r["other_cpu_percent_mean"] is not None]
+    flag = 1 if 1 in flags else (0 if flags and all(f == 0 for f in flags) else None)
+    return {"disturbed": flag, "other_cpu_percent_mean": max(other) if other else None}
+
+
+def disturbed_mark(row: dict[str, Any] | None) -> str:
+    return DISTURBED_MARK if row and row.get("disturbed") else ""
+
+
+def disturbed_note(rows: Iterable[dict[str, Any] | None]) -> list[str]:
+    return [DISTURBED_NOTE] if any(r and r.get("disturbed") for r in rows) else []
 
 
 def spread(values: Iterable[float | None]) -> tuple[float | None, float | None, float | None]:

@@ -19,7 +19,10 @@ from orchestrator.config import FAULT_FIELDS, RECURRENT_MODELS
 from orchestrator.db import Database
 from orchestrator.report import sweep_heading
 from orchestrator.report_select import (
+    DISTURBANCE_KEYS,
     Selection,
+    disturbed_mark,
+    disturbed_note,
     latest_ids,
     machine_labels,
     machine_note,
@@ -174,6 +177,7 @@ def load(
     used = {fp: label for fp, label in labels.items() if any(r["fingerprint"] == fp for r in rows)}
     note = machine_note(used)
     notes = [note] if note else []
+    notes += disturbed_note(rows)
     recurrent = sorted({r["model"] for r in rows if r["model"] in RECURRENT_MODELS})
     if recurrent:
         notes.append(
@@ -224,6 +228,7 @@ def _epoch_cell(s: dict[str, Any] | None) -> str:
         return s["outcome"]
     text = with_range(s["epoch_seconds_median"], s["epoch_seconds_min"], s["epoch_seconds_max"])
     text += f" {s['samples_mark']}" if s.get("samples_mark") else ""
+    text += disturbed_mark(s)
     if s["failed"]:
         text += f" (+{len(s['failed'])} {'/'.join(sorted(set(s['failed'])))})"
     return text + s.get("footnotes", "")
@@ -250,6 +255,7 @@ def comparison(db: Database, sel: Selection) -> Table:
         cell = f"{r['model']} {_device(r['device'])}"
         line["cells"][cell] = r
         line[cell] = r["epoch_seconds_median"] if r["ok_runs"] else r["outcome"]
+        line["disturbed"] = line.get("disturbed") or r["disturbed"]  # the HTML marks the row
     table.rows = list(pivot.values())
     _footnote(db, rows, table)
     models_devices = sorted({(r["model"], r["device"]) for r in rows}, key=_model_device_order)
@@ -285,6 +291,7 @@ SUMMARY_KEYS = [
     "images_per_second_min",
     "images_per_second_max",
     *samples.SAMPLE_KEYS,
+    *DISTURBANCE_KEYS,
     "config_hash",
 ]
 

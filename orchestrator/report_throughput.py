@@ -12,7 +12,7 @@ from typing import Any
 
 from orchestrator import samples
 from orchestrator.db import Database
-from orchestrator.report_select import Selection, sort_key
+from orchestrator.report_select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
 from orchestrator.report_tables import (
     Table,
     key_columns,
@@ -72,6 +72,7 @@ BATCH_KEYS = [
     "speedup_vs_smallest_batch",
     "memory_wall_batch",
     *samples.SAMPLE_KEYS,
+    *DISTURBANCE_KEYS,
     "config_hash",
 ]
 
@@ -104,13 +105,14 @@ def _speedups(rows: list[dict[str, Any]], keys: Sequence[str]) -> None:
 
 
 def _ips_cell(r: dict[str, Any]) -> str:
-    return with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])
+    ips = with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])
+    return ips + disturbed_mark(r) if r["images_per_second_median"] is not None else ips
 
 
 def _ms_cell(r: dict[str, Any]) -> str:
     spi = ("seconds_per_image_median", "seconds_per_image_min", "seconds_per_image_max")
     median, low, high = (r[k] for k in spi)
-    return with_range(median, low, high, scale=1000)
+    return with_range(median, low, high, scale=1000) + (disturbed_mark(r) if median is not None else "")
 
 
 def _speedup_cell(r: dict[str, Any]) -> str:
@@ -163,6 +165,7 @@ INFERENCE_KEYS = [
     "images_per_second_min",
     "images_per_second_max",
     *samples.SAMPLE_KEYS,
+    *DISTURBANCE_KEYS,
     "config_hash",
 ]
 
@@ -174,4 +177,4 @@ def _per_1000(seconds_per_image: float | None) -> float | None:
 def _s1000_cell(r: dict[str, Any]) -> str:
     keys = ("seconds_per_1000_images_median", "seconds_per_1000_images_min", "seconds_per_1000_images_max")
     median, low, high = (r[k] for k in keys)
-    return with_range(median, low, high)
+    return with_range(median, low, high) + (disturbed_mark(r) if median is not None else "")

@@ -38,6 +38,8 @@ SAMPLE_KEYS = (
     "gpu_energy_joules",
     "gpu_power_watts",
     "swap_bytes",
+    "other_cpu_percent",
+    "steal_percent",
 )
 
 
@@ -117,7 +119,21 @@ def _summary_lines(run: dict[str, Any]) -> list[str]:
             f"utilisation mean {number(run.get('gpu_util_mean'))} %"
         )
     lines.append(f"  GPU energy: {energy.describe(run)}")
+    lines.append(f"  other load: {disturbance_text(run)}")
     return lines
+
+
+def disturbance_text(run: dict[str, Any]) -> str:
+    """The run's other load and steal over its timed epochs, and the flag (profiler/disturbance.py)."""
+    if run.get("disturbed") is None:
+        return "unknown (no sampler figures over the timed epochs, or recorded before bench measured it)"
+    figures = (
+        f"{number(run.get('other_cpu_percent_mean'))} % of the allowed CPUs, "
+        f"steal {number(run.get('steal_percent_mean'))} % (timed epochs)"
+    )
+    if run["disturbed"]:
+        return f"{figures}: DISTURBED ({run.get('disturbance')}); timings not trustworthy"
+    return f"{figures}: quiet"
 
 
 def _phase_label(row: dict[str, Any]) -> str:
@@ -137,6 +153,7 @@ PHASE_COLUMNS = [
     Column("threads max", "threads_max"),
     mib_column("RSS mean MiB", "rss_mean_bytes"),
     mib_column("RSS peak MiB", "rss_peak_bytes"),
+    Column("other load % of allowed", "other_cpu_percent_mean"),
 ]
 
 

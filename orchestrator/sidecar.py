@@ -26,6 +26,7 @@ STOP_GRACE_SECONDS = 3.0
 class SidecarSettings:
     interval: float
     memory_budget: int | None = None
+    cpus: str | None = None  # the CPUs the run may use ("0-1"), whose other load is measured
 
 
 class Sidecar:
@@ -40,6 +41,8 @@ class Sidecar:
         cmd += ["--interval", repr(self.settings.interval)]
         if self.settings.memory_budget:
             cmd += ["--memory-budget", str(self.settings.memory_budget)]
+        if self.settings.cpus:
+            cmd += ["--cpus", self.settings.cpus]
         return cmd
 
     def launch(self, token: str | None = None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections import deque
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from orchestrator.executors import Executor, Job, LocalExecutor
 from orchestrator.outcomes import RUN_AGAIN_ON_RESUME, Outcome
 from orchestrator.process import interrupt_name, stop_signals_interrupt
 from orchestrator.progress import Progress
+from profiler import timeline as timelines
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,7 @@ def run_configs(
     data_files: Mapping[str, Path] | None = None,
     executor: Executor | None = None,
     walls: dict[str, int] | None = None,
+    retry_disturbed: int = 0,
 ) -> SweepResult:
     """Run each configuration and record it as it ends; Ctrl-C or a stop signal (SIGTERM, SIGHUP,
     ...: orchestrator/process.py) stops the sweep, and what was running is recorded `interrupted`.
@@ -115,6 +118,9 @@ def run_configs(
     With ``walls`` (the backstop; {} to start a sweep), a configuration that ran out of memory at
     batch b makes the same configuration at a larger batch `skipped`, not run; None turns it off.
     A job an executor took before the wall was known (Ray runs several at once) still runs.
+
+    With ``retry_disturbed`` N, a run flagged disturbed (profiler/disturbance.py) is run again, up
+    to N more times, each attempt its own row (reports take a configuration's latest attempt).
 
     First, what benches that were killed left in flight is ended and recorded (liveruns.py).
     """
@@ -125,12 +131,17 @@ def run_configs(
         ledger = liveruns.Ledger(db, sweep_id, folder)
         status, stopped = "interrupted", "the sweep was interrupted (Ctrl-C)"
         root = runs_root / f"sweep-{sweep_id}"
-        jobs = (
-            Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
-            for index, config in enumerate(configs, start=first_index)
+        retries: deque[Job] = deque()
+        jobs = _with_retries(
+            (
+                Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
+                for index, config in enumerate(configs, start=first_index)
+            ),
+            retries,
         )
         # Only the local executor's runs are on this machine: a Ray task's are the reaper's.
         sink = _Sink(db, sweep_id, progress, result, walls, ledger if executor.name == "local" else None)
+        sink.retry = _Retry(retry_disturbed, retries, data_files or {})
         runs = executor.run(sink.backstopped(jobs), progress)
         try:
             try:
@@ -165,6 +176,7 @@ class _Sink:
     result: SweepResult
     walls: dict[str, int] | None
     ledger: liveruns.Ledger | None = None
+    retry: _Retry | None = None
 
     def record_all(self, runs: Iterator[RunRecord]) -> None:
         for rec in runs:
@@ -175,7 +187,13 @@ class _Sink:
         if self.ledger is not None:
             self.ledger.done(rec.run_dir)
         self.result.outcomes[run_id] = rec.outcome.outcome
-        self.progress.end(rec.outcome.outcome, run_id, _detail(rec.outcome) or _samples(rec), rec.run_dir)
+        disturbed = rec.outcome.outcome == "ok" and timelines.disturbed(rec.timeline)
+        detail = (_detail(rec.outcome) or _samples(rec)) + (
+            " (disturbed: other load on its CPUs)" if disturbed else ""
+        )
+        self.progress.end(rec.outcome.outcome, run_id, detail, rec.run_dir)
+        if disturbed and self.retry is not None:
+            self.retry.again(rec, self.progress)
         if rec.outcome.outcome == "interrupted":
             self.result.interrupted = True
         if self.walls is not None and rec.outcome.outcome == "oom":
@@ -191,6 +209,41 @@ class _Sink:
                 self.record(skipped_record(job.config, job.run_dir, wall))
                 continue
             yield self.ledger.open(job) if self.ledger is not None else job
+
+
+@dataclass
+class _Retry:
+    """--retry-disturbed: each configuration's attempts so far, and the queue of those to run again."""
+
+    most: int
+    queue: deque[Job]
+    data_files: Mapping[str, Path]
+    attempts: dict[str, int] = field(default_factory=dict)
+
+    def again(self, rec: RunRecord, progress: Progress) -> None:
+        done = self.attempts.get(rec.config.config_hash, 0)
+        if done >= self.most:
+            if self.most:
+                progress.note(
+                    f"{rec.config.label()}: still disturbed after {done} retries (--retry-disturbed)"
+                )
+            return
+        self.attempts[rec.config.config_hash] = done + 1
+        run_dir = rec.run_dir.with_name(f"{rec.run_dir.name}-retry{done + 1}")
+        self.queue.append(Job(rec.config, run_dir, self.data_files.get(rec.config.config_hash)))
+        progress.total += 1
+        progress.note(f"{rec.config.label()}: disturbed; running it again ({done + 1} of {self.most})")
+
+
+def _with_retries(jobs: Iterator[Job], retries: deque[Job]) -> Iterator[Job]:
+    """The jobs, each followed by its retries as the sink queues them (it records a run before the
+    executor asks for the next job)."""
+    for job in jobs:
+        yield job
+        while retries:
+            yield retries.popleft()
+    while retries:
+        yield retries.popleft()
 
 
 def _stopped(runs: Generator[RunRecord, None, None]) -> Iterator[RunRecord]:

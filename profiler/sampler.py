@@ -31,7 +31,7 @@ from typing import IO, Any
 
 import psutil
 
-from profiler import swap
+from profiler import disturbance, swap
 from profiler.nvml import Gpu
 
 # The process tree is found by scanning every process's parent (no cheaper way without
@@ -148,6 +148,7 @@ class Tree:
         elapsed = max(wall - self.last_wall, 1e-6)
         self.last_wall = wall
         return {
+            "cpu_s": cpu_delta,  # taken out by the sampler for the other load; not written
             "cpu": round(100.0 * cpu_delta / elapsed, 2),
             "threads": threads,
             "rss": rss,
@@ -191,6 +192,7 @@ class Sampler:
         self.peak_rss = 0
         self.killed = False
         self.has_swap = swap.machine_has_swap()
+        self.other = disturbance.OtherLoad(args.cpus)
 
     def write(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, separators=(",", ":")) + "\n")
@@ -202,6 +204,7 @@ class Sampler:
         record: dict[str, Any] = {"kind": "sample", "t": round(time.time() - self.t0, 4)}
         record.update(phase=self.tail.phase, epoch=self.tail.epoch, repeat=self.tail.repeat)
         record.update(self.tree.measure())
+        record.update(self.other.measure(record.pop("cpu_s")))
         now = time.monotonic()
         # USS now and then, and whenever RSS has grown a tenth since the last read, so its peak
         # is seen even where a read every sample would cost too much.
@@ -308,6 +311,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--interval", type=float, default=0.1, help="seconds between samples")
     parser.add_argument("--memory-budget", type=int, default=None, help="kill the tree above these bytes")
     parser.add_argument("--t0", type=float, default=None, help="the worker's start (time.time())")
+    parser.add_argument(
+        "--cpus", default=None, help="the CPUs the run may use (0-3,6), for the other load (default: ours)"
+    )
     parser.add_argument("--nice", type=int, default=NICE, help="niceness to run at (0: the caller's)")
     return parser.parse_args(argv)
 
@@ -356,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
                 "energy": sampler.gpu.energy,
                 "swap": swap.SOURCE if sampler.has_swap else "none: the machine has no swap",
                 "sampler_pid": os.getpid(),
+                "cpus": sorted(sampler.other.cpus),
             }
         )
         try:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from profiler import disturbance
+
 # The phase whose samples describe steady training; summaries prefer it when the run reached it.
 STEADY_PHASE = "epoch"
 
@@ -118,7 +120,13 @@ def summarise(timeline: Timeline, cpus_allowed: int) -> dict[str, Any]:
         "gpu_memory_peak_bytes": _max([s.get("gpu_mem") for s in samples]),
         "gpu_util_mean": _mean([s.get("gpu_util") for s in steady]),
         "swap_peak_bytes": _max([s.get("swap") for s in samples]),
+        **disturbance.summary(steady),
     }
+
+
+def disturbed(timeline: Timeline) -> bool:
+    """Whether the run's timed epochs were disturbed (False where that is unknown)."""
+    return disturbance.summary(_steady(timeline.samples))["disturbed"] == 1
 
 
 def phases(timeline: Timeline, cpus_allowed: int) -> list[dict[str, Any]]:
@@ -147,6 +155,7 @@ def phases(timeline: Timeline, cpus_allowed: int) -> list[dict[str, Any]]:
                 "rss_mean_bytes": _mean([s.get("rss") for s in live]),
                 "rss_peak_bytes": _max([s.get("rss") for s in samples]),
                 "gpu_memory_peak_bytes": _max([s.get("gpu_mem") for s in samples]),
+                "other_cpu_percent_mean": disturbance.summary(samples)["other_cpu_percent_mean"],
             }
         )
     return rows
@@ -176,6 +185,8 @@ def sample_rows(timeline: Timeline, cpus_allowed: int) -> list[dict[str, Any]]:
                 "gpu_energy_joules": s.get("gpu_energy"),
                 "gpu_power_watts": s.get("gpu_power"),
                 "swap_bytes": s.get("swap"),
+                "other_cpu_percent": s.get("other"),
+                "steal_percent": s.get("steal"),
             }
         )
     return rows

@@ -1,0 +1,299 @@
+"""Disturbance (issue 22): the other load on a run's CPUs is measured, a disturbed run is flagged and
+marked in every report, `--compare` gives no verdict on it, `--wait-idle` waits for a quiet machine
+and `--retry-disturbed` runs a flagged run again. The arithmetic on fixed /proc/stat text; the rest
+with real runs of the fault worker beside a real busy loop.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import cli as bench_cli
+from orchestrator.db import Database, schema_version
+from orchestrator.report_compare import NO_VERDICT, verdict
+from profiler import disturbance
+from profiler.disturbance import CpuTicks, Share, parse_stat, share
+
+DATA = Path(__file__).parent / "data"
+TICK = disturbance.TICK_SECONDS
+
+# --- the arithmetic, on fixed text -----------------------------------------------------------------
+
+STAT_BEFORE = """cpu  300 10 100 5000 20 0 5 40 0 0
+cpu0 100 0 50 2500 10 0 5 20 0 0
+cpu1 200 10 50 2500 10 0 0 20 0 0
+intr 12345 0 0
+ctxt 999
+"""
+# Later: cpu0 busy 60 ticks, idle 20, steal 10; cpu1 busy 20 ticks, idle 80.
+STAT_AFTER = """cpu  380 10 100 5000 20 0 5 40 0 0
+cpu0 150 0 58 2520 10 2 5 30 0 0
+cpu1 210 15 55 2580 10 0 0 20 0 0
+"""
+
+
+def test_per_cpu_lines_are_parsed_into_busy_idle_and_steal():
+    cpus = parse_stat(STAT_BEFORE)
+    assert sorted(cpus) == [0, 1]  # the total line and the others are not CPUs
+    assert cpus[0] == CpuTicks(busy=100 + 0 + 50 + 0 + 5, idle=2500 + 10, steal=20)
+    # An old kernel's short line, and a line that is not numbers: the second is skipped.
+    odd = parse_stat("cpu3 1 2 3 4\ncpu4 x y z\n")
+    assert odd == {3: CpuTicks(busy=6, idle=4, steal=0)}
+
+
+def test_other_load_is_busy_time_less_benchs_own_as_a_share_of_the_allowed_cpus():
+    before, after = parse_stat(STAT_BEFORE), parse_stat(STAT_AFTER)
+    # cpu0 alone: busy 60 ticks, idle 20, steal 10: capacity 90 ticks; bench used 20 ticks of it.
+    found = share(before, after, {0}, own_seconds=20 * TICK)
+    assert found is not None
+    assert found.capacity_seconds == pytest.approx(90 * TICK)
+    assert found.other_seconds == pytest.approx(40 * TICK)
+    assert found.other_percent() == pytest.approx(round(100 * 40 / 90, 2))
+    assert found.steal_percent() == pytest.approx(round(100 * 10 / 90, 2))
+    # Both CPUs: busy 60 + 20, capacity 90 + 100 ticks.
+    both = share(before, after, {0, 1}, own_seconds=0.0)
+    assert both is not None and both.other_percent() == pytest.approx(round(100 * 80 / 190, 2))
+    # Bench's own time past the busy time (tick rounding) is no negative load.
+    assert share(before, after, {1}, own_seconds=1.0).other_percent() == 0.0
+    # A CPU in neither read (offline), or no tick passed: no figure.
+    assert share(before, after, {7}, own_seconds=0.0) is None
+    assert share(before, before, {0}, own_seconds=0.0) is None
+
+
+def samples(other: float, steal: float = 0.0, count: int = 10) -> list[dict]:
+    """Samples of 0.2 s of capacity each, with the given % of other load and steal."""
+    span = 0.2
+    return [{"other_s": span * other / 100, "steal_s": span * steal / 100, "span_s": span}] * count
+
+
+def test_a_run_is_flagged_past_either_threshold_and_unknown_without_figures():
+    quiet = disturbance.summary(samples(2.0))
+    assert quiet["disturbed"] == 0 and quiet["other_cpu_percent_mean"] == pytest.approx(2.0)
+    busy = disturbance.summary(samples(disturbance.OTHER_LIMIT + 5))
+    assert busy["disturbed"] == 1 and "other load" in busy["disturbance"]
+    stolen = disturbance.summary(samples(0.0, steal=disturbance.STEAL_LIMIT + 5))
+    assert stolen["disturbed"] == 1 and "steal" in stolen["disturbance"]
+    # Seconds are summed before dividing: negative rounding in one sample offsets another.
+    mixed = disturbance.summary([{"other_s": -0.01, "span_s": 0.2}, *samples(10.0, count=3)])
+    assert mixed["other_cpu_percent_mean"] == pytest.approx(round(100 * (0.06 - 0.01) / 0.8, 2))
+    assert disturbance.summary(samples(90.0, count=disturbance.MIN_SAMPLES - 1))["disturbed"] is None
+    assert disturbance.summary([{"other": None}] * 20)["disturbed"] is None  # an old sampler's samples
+
+
+def test_shares_and_cpu_lists():
+    assert Share(-1.0, 0.0, 2.0).other_percent() == 0.0 and Share(1.0, 0.0, 0.0).other_percent() is None
+    assert disturbance.parse_cpus("0-2,5") == {0, 1, 2, 5}
+
+
+def test_compare_gives_no_verdict_when_either_side_is_disturbed():
+    side = {"outcome": "ok", "ok_runs": 1, "timed_epochs": 5, "epoch_seconds_median": 0.05}
+    a = {**side, "epoch_seconds_min": 0.045, "epoch_seconds_max": 0.055, "disturbed": 0}
+    b = {**a, "epoch_seconds_median": 0.2, "epoch_seconds_min": 0.19, "epoch_seconds_max": 0.21}
+    assert verdict(a, b) == "slower"
+    assert verdict(a, {**b, "disturbed": 1}) == NO_VERDICT == verdict({**a, "disturbed": 1}, b)
+
+
+def test_a_version_5_database_is_upgraded_with_the_disturbance_columns(tmp_path):
+    old = tmp_path / "v5.db"
+    conn = sqlite3.connect(old)
+    conn.executescript((DATA / "schema_v5.sql").read_text())
+    conn.close()
+    Database(str(old), create=False).close()
+    conn = sqlite3.connect(old)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() == 6
+    columns = {
+        t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in ("runs", "samples", "phases")
+    }
+    assert {"other_cpu_percent_mean", "steal_percent_mean", "disturbed", "disturbance"} <= columns["runs"]
+    assert {"other_cpu_percent", "steal_percent"} <= columns["samples"]
+    assert "other_cpu_percent_mean" in columns["phases"]
+    conn.close()
+
+
+# --- real runs beside a real busy loop -------------------------------------------------------------
+
+# The fault worker's epochs of about 0.15 s alone (600 steps), pinned to one CPU, five of them: enough
+# samples (every 0.1 s) in the timed epochs for a figure.
+MATRIX = """
+name: {name}
+settings:
+  framework: fault
+  dataset_size: 6000
+  batch_size: 8
+  epochs: 5
+  warmup_steps: 100
+  cpus: "{cpu}"
+"""
+CPU = min(os.sched_getaffinity(0))
+
+
+def bench(db: Path, *args: str):
+    return CliRunner().invoke(bench_cli, [*args, "--db", str(db)], catch_exceptions=False)
+
+
+def write_matrix(folder: Path, name: str) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(textwrap.dedent(MATRIX.format(name=name, cpu=CPU)).lstrip())
+    return path
+
+
+def busy_loop() -> subprocess.Popen:
+    """A loop spinning on the run's CPU, in a session of its own: with autogroup scheduling (on
+    here) it takes about half of that CPU from the run, as another user's job would."""
+    code = f"import os\nos.sched_setaffinity(0, {{{CPU}}})\nwhile True: pass"
+    return subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Sweep 1: the run alone. Sweep 2: the same beside a busy loop, with --wait-idle 1 and
+    --retry-disturbed 1 (so two attempts, each after a wait that gives up). Returns the database
+    and sweep 2's output."""
+    folder = tmp_path_factory.mktemp("disturbance")
+    db = folder / "bench.db"
+    quiet = bench(db, "run", "--matrix", str(write_matrix(folder, "alone")))
+    assert quiet.exit_code == 0, quiet.output
+    loop = busy_loop()
+    try:
+        matrix = str(write_matrix(folder, "beside"))
+        busy = bench(db, "run", "--matrix", matrix, "--wait-idle", "1", "--retry-disturbed", "1")
+    finally:
+        loop.kill()
+        loop.wait()
+    assert busy.exit_code == 0, busy.output
+    return db, busy.output
+
+
+def runs(db: Path) -> list[dict]:
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY id")]
+    conn.close()
+    return rows
+
+
+def test_a_run_beside_a_busy_loop_is_flagged_and_run_again(sweeps):
+    db, output = sweeps
+    beside = [r for r in runs(db) if r["sweep_id"] == 2]
+    assert len(beside) == 2, output  # the first attempt and its one retry, both recorded
+    for run in beside:
+        assert run["outcome"] == "ok" and run["disturbed"] == 1, run
+        assert run["other_cpu_percent_mean"] > disturbance.OTHER_LIMIT
+        assert "other load" in run["disturbance"]
+    assert beside[1]["run_dir"] == beside[0]["run_dir"] + "-retry1"
+    assert "disturbed; running it again (1 of 1)" in output
+    assert "still disturbed after 1 retries" in output
+    conn = sqlite3.connect(db)
+    per_sample = conn.execute(
+        "SELECT count(*) FROM samples WHERE run_id = ? AND other_cpu_percent IS NOT NULL", (beside[0]["id"],)
+    ).fetchone()[0]
+    phases = conn.execute(
+        "SELECT other_cpu_percent_mean FROM phases WHERE run_id = ? AND phase = 'epoch'", (beside[0]["id"],)
+    ).fetchall()
+    conn.close()
+    assert per_sample >= disturbance.MIN_SAMPLES and any(p[0] is not None for p in phases)
+
+
+def test_wait_idle_waits_while_the_loop_runs_and_gives_up_at_its_limit(sweeps):
+    _, output = sweeps
+    lines = output.splitlines()
+    waiting = [i for i, line in enumerate(lines) if line.startswith("waiting for a quiet machine")]
+    gave_up = [i for i, line in enumerate(lines) if line.startswith("the machine stayed busy for 1 s")]
+    assert len(waiting) == len(gave_up) == 2, output  # before each attempt
+    assert f"CPU {CPU}" in lines[waiting[0]] and "running anyway" in lines[gave_up[0]]
+    assert all(w < g for w, g in zip(waiting, gave_up, strict=True))
+
+
+def marked(text: str) -> bool:
+    """A timing cell with the disturbed mark: a number, or its range, then " !"."""
+    return re.search(r"[0-9)] !(\s|$)", text, re.M) is not None
+
+
+def test_every_report_marks_the_disturbed_run(sweeps, tmp_path):
+    db, _ = sweeps
+    latest = runs(db)[-1]
+    text = bench(db, "report", "--sweep", "2").output
+    [line] = [t for t in text.splitlines() if t.startswith(f"{latest['id']} ")]
+    assert marked(line) and "! disturbed:" in text and "--retry-disturbed" in text
+    [row] = csv.DictReader(io.StringIO(bench(db, "report", "--sweep", "2", "--format", "csv").output))
+    assert row["run"] == str(latest["id"])  # the latest attempt stands for the configuration
+    assert row["disturbed"] == "1" and float(row["other_cpu_percent_mean"]) > disturbance.OTHER_LIMIT
+    [run] = json.loads(bench(db, "report", "--sweep", "2", "--format", "json").output)["runs"]
+    assert run["disturbed"] == 1 and run["id"] == latest["id"]
+    table = bench(db, "report", "--table", "comparison", "--sweep", "2").output
+    [line] = [t for t in table.splitlines() if t.startswith("fault ")]
+    assert marked(line) and "! disturbed:" in table
+    [record] = json.loads(bench(db, "report", "--table", "batch", "--sweep", "2", "--format", "json").output)[
+        "rows"
+    ]
+    assert record["disturbed"] == 1 and record["other_cpu_percent_mean"] > disturbance.OTHER_LIMIT
+    assert bench(db, "report", "--sweep", "2", "--html", str(tmp_path / "page")).exit_code == 0
+    html = (tmp_path / "page" / "index.html").read_text()
+    assert '<tr class="disturbed"' in html and "! disturbed:" in html
+    resources = bench(db, "report", "--sweep", "2", "--resources").output
+    [line] = [t for t in resources.splitlines() if t.startswith(f"{latest['id']} ")]
+    assert marked(line) and "! disturbed:" in resources
+    [row] = csv.DictReader(
+        io.StringIO(bench(db, "report", "--sweep", "2", "--resources", "--format", "csv").output)
+    )
+    assert row["disturbed"] == "1" and float(row["other_cpu_percent_mean"]) > disturbance.OTHER_LIMIT
+    inspect = bench(db, "inspect", str(latest["id"])).output
+    assert "other load:" in inspect and "DISTURBED" in inspect
+
+
+def test_compare_refuses_a_verdict_on_the_disturbed_pair_and_says_what_to_do(sweeps):
+    db, _ = sweeps
+    result = bench(db, "report", "--compare", "1", "2")
+    assert result.exit_code == 0, result.output
+    assert NO_VERDICT in result.output and "--wait-idle" in result.output
+    assert "B (run 3, other load" in result.output  # A too, where others were using the machine
+    [row] = json.loads(bench(db, "report", "--compare", "1", "2", "--format", "json").output)["rows"]
+    assert row["verdict"] == NO_VERDICT and row["b_disturbed"] == 1
+
+
+def test_a_quiet_run_is_not_flagged(sweeps):
+    """Needs a quiet machine (as in CI): on a machine others are using, the run alone is flagged
+    too, rightly."""
+    db, _ = sweeps
+    [alone] = [r for r in runs(db) if r["sweep_id"] == 1]
+    assert alone["disturbed"] == 0, alone["disturbance"]
+    text = bench(db, "report", "--sweep", "1").output
+    assert not marked(text) and "disturbed" not in text
+
+
+def test_wait_idle_does_not_wait_on_a_quiet_machine(tmp_path):
+    """Needs a quiet machine, as the test above."""
+    result = bench(
+        tmp_path / "b.db", "run", "--matrix", str(write_matrix(tmp_path, "q")), "--wait-idle", "60"
+    )
+    assert result.exit_code == 0, result.output
+    assert "waiting for a quiet machine" not in result.output
+
+
+def test_bad_wait_idle_and_retry_values_are_one_line_errors(tmp_path):
+    matrix = str(write_matrix(tmp_path, "bad"))
+    for args, message in (
+        (["--wait-idle", "soon"], "--wait-idle 'soon': expected seconds, 0 to 86400"),
+        (["--wait-idle", "nan"], "--wait-idle 'nan': expected seconds"),
+        (["--retry-disturbed", "-1"], "--retry-disturbed '-1': expected a count, 0 to 100"),
+        (["--wait-idle", "5", "--executor", "ray"], "--wait-idle watches this machine's CPUs"),
+        (
+            ["--retry-disturbed", "2", "--executor", "ray"],
+            "--retry-disturbed works with the local executor only",
+        ),
+    ):
+        result = bench(tmp_path / "b.db", "run", "--matrix", matrix, *args)
+        assert result.exit_code == 1 and result.output.startswith(f"error: {message}"), result.output
+        assert len(result.output.strip().splitlines()) == 1
