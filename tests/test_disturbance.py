@@ -217,8 +217,9 @@ def test_wait_idle_waits_while_the_loop_runs_and_gives_up_at_its_limit(sweeps):
 
 
 def marked(text: str) -> bool:
-    """A timing cell with the disturbed mark: a number, or its range, then " !"."""
-    return re.search(r"[0-9)] !(\s|$)", text, re.M) is not None
+    """A timing cell with the disturbed mark: a number, or its range, maybe the samples marks
+    (reports.md), then " !"."""
+    return re.search(r"[0-9)](?: [~?]+)? !(\s|$)", text, re.M) is not None
 
 
 def test_every_report_marks_the_disturbed_run(sweeps, tmp_path):
