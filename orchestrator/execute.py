@@ -152,19 +152,24 @@ def execute(
         outcome = outcomes.Outcome("unavailable", reason=cpus_problem or where)
     else:
         sidecar = sidecar_for(config, run_dir, cpus)
-        if sidecar:
-            sidecar.launch(token)
-        finished = run_worker(
-            cmd,
-            env,
-            run_dir,
-            config.timeout,
-            tick=tick,
-            cpus=cpus,
-            on_start=_started(sidecar, on_worker_start),
-            on_exit=sidecar.stop if sidecar else None,
-            token=token,
-        )
+        try:
+            if sidecar:
+                sidecar.launch(token)
+            finished = run_worker(
+                cmd,
+                env,
+                run_dir,
+                config.timeout,
+                tick=tick,
+                cpus=cpus,
+                on_start=_started(sidecar, on_worker_start),
+                on_exit=sidecar.stop if sidecar else None,
+                token=token,
+            )
+        except BaseException:
+            if sidecar:  # stopped before the worker existed: the waiting sampler is told so
+                sidecar.stop()
+            raise
         timeline = timelines.read(run_dir / SAMPLES_FILE)
         outcome = outcomes.classify(finished, run_dir, config.timeout, timeline)
     rec = gather(

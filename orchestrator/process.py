@@ -201,9 +201,14 @@ def end_all(pgid: int, token: str) -> None:
 
 
 @contextlib.contextmanager
-def _signals_blocked() -> Iterator[None]:
-    # A stop signal between the fork and Popen's return would leave a worker nobody knows of:
-    # it waits, pending, until the worker is in hand.
+def signals_blocked() -> Iterator[None]:
+    """Ctrl-C and the stop signals held back, pending, until the block ends.
+
+    For every fork bench makes: a stop signal between the fork and Popen's return would leave a
+    child nobody knows of; and one that lands while CPython runs its at-fork callbacks (a
+    `preexec_fn` makes it run them) raises inside one of them, where the interpreter prints
+    "Exception ignored" and drops it, so the sweep would go on as if no Ctrl-C had been pressed.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -283,7 +288,7 @@ def run_worker(
     proc: subprocess.Popen[bytes] | None = None
     with stop_signals_interrupt(only_unhandled=True) as taken:
         try:
-            with _signals_blocked():
+            with signals_blocked():
                 proc, streams = _spawn(command, env, cwd, cpus)
             if on_start is not None:
                 on_start(proc.pid, t0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.orphans import TOKEN_VARIABLE
-from orchestrator.process import die_with_parent
+from orchestrator.process import die_with_parent, signals_blocked
 
 PROFILER_PARENT = Path(__file__).resolve().parent.parent
 SAMPLES_FILE = "samples.jsonl"
@@ -54,7 +54,7 @@ class Sidecar:
         if token:
             env[TOKEN_VARIABLE] = token
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROFILER_PARENT), env.get("PYTHONPATH")]))
-        with open(self.run_dir / "sampler.log", "wb") as log:
+        with open(self.run_dir / "sampler.log", "wb") as log, signals_blocked():
             self.proc = subprocess.Popen(
                 self.command(),
                 cwd=self.run_dir,
