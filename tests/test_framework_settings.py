@@ -104,10 +104,21 @@ def test_pytorch_records_threads_onednn_and_layout(defaults, switched):
     assert switched_to["BENCH_TORCH_MEMORY_FORMAT"] == "channels_last"
 
 
+def _tensorflows_onednn_default() -> bool:
+    """Whether TensorFlow enables oneDNN when TF_ENABLE_ONEDNN_OPTS is unset, by its rule on x86:
+    the CPU has one of the features below (the flags /proc/cpuinfo lists)."""
+    with open("/proc/cpuinfo") as info:
+        flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    return bool({"avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16"} & set(flags))
+
+
 def test_tensorflow_records_threads_and_onednn(defaults, switched):
     row = ok(defaults, "tensorflow")
     assert row["threads"]["intra_op"] == 1 and row["threads"]["inter_op"] == 1
-    assert row["settings"]["TF_ENABLE_ONEDNN_OPTS"] is None and row["settings"]["onednn_enabled"] is True
+    # Unset, TensorFlow turns oneDNN on only where the CPU has the features its kernels are for
+    # (AVX512-VNNI, AVX512-BF16, AVX-VNNI, AMX): on one machine here, not on another.
+    assert row["settings"]["TF_ENABLE_ONEDNN_OPTS"] is None
+    assert row["settings"]["onednn_enabled"] is _tensorflows_onednn_default()
     assert row["settings"]["xla_jit"] is False
     off = ok(switched, "tensorflow")["settings"]
     assert off["TF_ENABLE_ONEDNN_OPTS"] == "0" and off["onednn_enabled"] is False
