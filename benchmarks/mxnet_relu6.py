@@ -50,11 +50,11 @@ def main():
     args = parser.parse_args()
     shape = tuple(int(v) for v in args.shape.split(","))
     x = mx.nd.array(np.random.RandomState(0).standard_normal(shape).astype(np.float32) * 4)
-    print("mxnet {}, shape {}; ms for forward + backward".format(mx.__version__, shape))
+    print(f"mxnet {mx.__version__}, shape {shape}; ms for forward + backward")
     results = {}
     for name, fn in WAYS.items():
         results[name] = timed(fn, x, args.repeats)
-        print("{:>10} {:>9.1f}".format(name, results[name][0]))
+        print(f"{name:>10} {results[name][0]:>9.1f}")
     np.testing.assert_array_equal(results["clip"][1], results["relu-min"][1])
     np.testing.assert_array_equal(results["clip"][2], results["relu-min"][2])
 
