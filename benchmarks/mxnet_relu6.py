@@ -44,8 +44,11 @@ WAYS = {
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shape", default="32,96,112,112", help="N,C,H,W (default: MobileNetV2's "
-                        "largest expanded activation at 224 px, batch 32)")
+    parser.add_argument(
+        "--shape",
+        default="32,96,112,112",
+        help="N,C,H,W (default: MobileNetV2's largest expanded activation at 224 px, batch 32)",
+    )
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     shape = tuple(int(v) for v in args.shape.split(","))
