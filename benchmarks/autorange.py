@@ -1,10 +1,10 @@
 """How much timing a run needs: the run-to-run spread of a run's median against min_time/min_steps.
 
 For each configuration (framework, model) and each (min_time, min_steps) setting, the same run is
-made --rounds times, each in a fresh worker process (orchestrator.execute.execute, as `bench run`
+made --rounds times, each in a fresh worker process (orchestrator.launch.execute.execute, as `bench run`
 does), the settings interleaved round by round so that slow drift and the other engineers' jobs
 fall on every setting alike. Each run's figure is its median seconds per image over its timed
-epochs (orchestrator.samples.run_summary, what the reports show). Per setting it prints the
+epochs (orchestrator.config.samples.run_summary, what the reports show). Per setting it prints the
 runs' medians, their spread ((max - min) / median across rounds: the re-run difference a reader
 would see), the timed epochs and steps a run had, its wall time, and the CPU (in cores) that other
 processes used meanwhile (/proc/stat): on a shared machine that explains most of the spread.
@@ -35,9 +35,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from orchestrator import samples  # noqa: E402
-from orchestrator.config import RunConfig  # noqa: E402
-from orchestrator.execute import execute, run_dir_for  # noqa: E402
+from orchestrator.config import samples  # noqa: E402
+from orchestrator.config.run_config import RunConfig  # noqa: E402
+from orchestrator.launch.execute import execute, run_dir_for  # noqa: E402
 
 LOADED_CORES = 0.2  # other load above which the figures are said to describe a loaded machine
 

@@ -38,7 +38,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# What the orchestrator sets for every worker with threads > 0 (orchestrator/execute.py).
+# What the orchestrator sets for every worker with threads > 0 (orchestrator/launch/execute.py).
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # The bare loops that can run on a GPU (their make_solo honours args.device).
 CUDA_LOOPS = ("pytorch",)

@@ -29,9 +29,11 @@ import sqlalchemy as sa
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from orchestrator import datasets, matrix, record  # noqa: E402
-from orchestrator.db import Database  # noqa: E402
-from orchestrator.execute import RunRecord, execute  # noqa: E402
+from orchestrator.config import matrix  # noqa: E402
+from orchestrator.launch.execute import RunRecord, execute  # noqa: E402
+from orchestrator.provision import datasets  # noqa: E402
+from orchestrator.storage.db import Database  # noqa: E402
+from orchestrator.sweep import recording as record  # noqa: E402
 
 BLOCK = 10
 

@@ -6,7 +6,7 @@ small_cnn: an OpenMP framework, those hit hardest by sharing) record the run's o
 median epoch seconds. Conditions: nothing started beside the run ("quiet": whatever else the machine
 runs is reported with it), then 1 and 2 busy loops, each in a session of its own as another user's
 job would be. Before each condition the machine's other load is read as `--wait-idle` reads it
-(orchestrator/idle.py, 1 s windows), and the load average and the busiest processes not started
+(orchestrator/executors/idle.py, 1 s windows), and the load average and the busiest processes not started
 here are printed, so the figures say what else ran.
 
     .venv/bin/python benchmarks/disturbance.py
@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from orchestrator import idle  # noqa: E402
+from orchestrator.executors import idle  # noqa: E402
 from profiler import disturbance  # noqa: E402
 
 MATRICES = {

@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.make_big_db import configs  # noqa: E402
-from orchestrator.db import Database  # noqa: E402
-from orchestrator.eta import Eta, History  # noqa: E402
+from orchestrator.storage.db import Database  # noqa: E402
+from orchestrator.sweep.eta import Eta, History  # noqa: E402
 
 
 def _timed(what, repeat: int) -> tuple[float, object]:

@@ -140,7 +140,7 @@ def ensure_dependencies(wheels: Path, site: Path) -> dict[str, str]:
 def pytorch_python(given: str | None) -> Path:
     if given:
         return Path(given)
-    from orchestrator import envs
+    from orchestrator.provision import envs
 
     found, _ = envs.python_for("pytorch")
     return found if found is not None else Path(sys.executable)

@@ -173,7 +173,7 @@ def run_all(
 
 
 def run_bench(env: dict[str, str], log: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", "from orchestrator.cli import main; main()", *args]
+    cmd = [sys.executable, "-c", "from orchestrator.cli.main import main; main()", *args]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     with open(log, "a") as f:
         f.write(f"$ bench {' '.join(args)}  (exit {done.returncode})\n{done.stdout}{done.stderr[-4000:]}\n")

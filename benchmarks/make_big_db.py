@@ -25,9 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from orchestrator.config import IMAGE_MODELS as MODELS  # noqa: E402
-from orchestrator.config import RunConfig  # noqa: E402
-from orchestrator.db import Database  # noqa: E402
+from orchestrator.config.run_config import IMAGE_MODELS as MODELS  # noqa: E402
+from orchestrator.config.run_config import RunConfig  # noqa: E402
+from orchestrator.storage.db import Database  # noqa: E402
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

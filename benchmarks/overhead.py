@@ -2,7 +2,7 @@
 
 For one framework (--framework), each round runs the same configuration twice, each in a fresh
 process of that framework environment's interpreter: once through the harness
-(orchestrator.execute.execute, i.e. `python -m workers --spec spec.json`, timed by the shared
+(orchestrator.launch.execute.execute, i.e. `python -m workers --spec spec.json`, timed by the shared
 runner) and once as the bare loop in benchmarks/bare_<framework>_loop.py (same model translation,
 data, batch, threads, warm-up and number of timed steps; plain framework code and
 time.perf_counter). The order alternates ABBA across rounds so that slow drift (thermal, other
@@ -54,10 +54,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import overhead_paired  # noqa: E402
 
-from orchestrator import envs  # noqa: E402
-from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, IMAGE_MODELS, TASKS, RunConfig  # noqa: E402
-from orchestrator.execute import execute, run_dir_for, worker_env  # noqa: E402
-from orchestrator.sidecar import SAMPLES_FILE  # noqa: E402
+from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, IMAGE_MODELS, TASKS, RunConfig  # noqa: E402
+from orchestrator.launch.execute import execute, run_dir_for, worker_env  # noqa: E402
+from orchestrator.launch.sidecar import SAMPLES_FILE  # noqa: E402
+from orchestrator.provision import envs  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")

@@ -32,13 +32,13 @@ from ray.cluster_utils import Cluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from orchestrator import record  # noqa: E402
-from orchestrator.config import RunConfig  # noqa: E402
-from orchestrator.db import Database  # noqa: E402
-from orchestrator.executors import Executor, LocalExecutor  # noqa: E402
-from orchestrator.progress import Progress  # noqa: E402
-from orchestrator.ray_executor import RayExecutor  # noqa: E402
-from orchestrator.sweep import run_configs  # noqa: E402
+from orchestrator.config.run_config import RunConfig  # noqa: E402
+from orchestrator.executors.local import Executor, LocalExecutor  # noqa: E402
+from orchestrator.executors.ray_cluster import RayExecutor  # noqa: E402
+from orchestrator.storage.db import Database  # noqa: E402
+from orchestrator.sweep import recording as record  # noqa: E402
+from orchestrator.sweep.progress import Progress  # noqa: E402
+from orchestrator.sweep.run import run_configs  # noqa: E402
 
 SLOT = {"bench_slot": 1}
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCH = [sys.executable, "-c", "from orchestrator.cli import main; main()"]
+BENCH = [sys.executable, "-c", "from orchestrator.cli.main import main; main()"]
 COMMANDS = {
     "report (default table)": ["report"],
     "report --format csv": ["report", "--format", "csv"],

@@ -1,7 +1,7 @@
 """Does the sidecar sampler disturb what it measures? Throughput with it against without it.
 
 One real worker (`python -m workers`, the PyTorch environment) trains for many short epochs; the
-real sampler (orchestrator.sidecar, as `bench run` starts it) follows it from the first moment.
+real sampler (orchestrator.launch.sidecar, as `bench run` starts it) follows it from the first moment.
 At each epoch boundary the benchmark lets the sampler run or freezes it (SIGSTOP: a stopped
 process takes no CPU and touches nothing), alternating ABBA, so both conditions see the same
 process, the same warm caches and the same drift of the machine. Per epoch the worker's own
@@ -37,10 +37,10 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from orchestrator import envs  # noqa: E402
-from orchestrator.config import DEFAULT_SAMPLE_INTERVAL, RunConfig  # noqa: E402
-from orchestrator.execute import worker_env, write_spec  # noqa: E402
-from orchestrator.sidecar import Sidecar, SidecarSettings  # noqa: E402
+from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig  # noqa: E402
+from orchestrator.launch.execute import worker_env, write_spec  # noqa: E402
+from orchestrator.launch.sidecar import Sidecar, SidecarSettings  # noqa: E402
+from orchestrator.provision import envs  # noqa: E402
 
 ABBA = (True, False, False, True)
 # The benchmark's own polling disturbs both conditions alike; it runs niced, like the sampler.

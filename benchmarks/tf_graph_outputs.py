@@ -32,7 +32,7 @@ INSIDE = "--inside-tensorflow"
 def relaunch(argv: list[str]) -> int:
     """From the orchestrator's .venv: run this script in the TensorFlow environment."""
     sys.path.insert(0, REPO)
-    from orchestrator import envs
+    from orchestrator.provision import envs
 
     python, why = envs.python_for("tensorflow")
     if python is None:

@@ -1,6 +1,6 @@
 """What does `trace: kernels` cost? The same configuration traced and untraced, in fresh processes.
 
-Each round runs the configuration twice through orchestrator.execute (exactly as `bench run` runs
+Each round runs the configuration twice through orchestrator.launch.execute (exactly as `bench run` runs
 it: its own process, its framework's environment), once with `trace: kernels` and once without,
 the order alternating ABBA across rounds so that slow drift of the machine cancels. Per run, the
 median of its timed epochs; per condition, the median over its runs; ratio = traced / untraced.
@@ -31,8 +31,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from orchestrator.config import RunConfig  # noqa: E402
-from orchestrator.execute import execute, run_dir_for  # noqa: E402
+from orchestrator.config.run_config import RunConfig  # noqa: E402
+from orchestrator.launch.execute import execute, run_dir_for  # noqa: E402
 
 ABBA = (True, False, False, True)
 # glibc returns big freed blocks to the kernel, so steps fault their activations back in, and how

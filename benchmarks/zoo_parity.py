@@ -43,8 +43,8 @@ import overhead  # noqa: E402
 import overhead_paired  # noqa: E402
 import zoo_models  # noqa: E402
 
-from orchestrator import envs  # noqa: E402
-from orchestrator.config import IMAGE_MODELS as MODELS  # noqa: E402
+from orchestrator.config.run_config import IMAGE_MODELS as MODELS  # noqa: E402
+from orchestrator.provision import envs  # noqa: E402
 
 GOAL = 1.05  # the goal: bench's port within 1.05 of the zoo model's step time, or faster
 log = logging.getLogger("zoo_parity")

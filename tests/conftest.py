@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test's own folder of runs in flight (orchestrator/liveruns.py): a test's killed bench
+    """Each test's own folder of runs in flight (orchestrator/sweep/liveruns.py): a test's killed bench
     must not be found, ended and recorded by another test's (or another checkout's) bench run."""
     folder = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("BENCH_STATE_DIR", str(folder))
@@ -49,7 +49,7 @@ def write_matrix(workdir: Path):
 @pytest.fixture
 def cli():
     """Invoke the bench CLI in-process on the current directory; returns click's Result."""
-    from orchestrator.cli import cli as bench_cli
+    from orchestrator.cli.main import cli as bench_cli
 
     runner = CliRunner()
 
@@ -63,7 +63,7 @@ def cli():
 
 def bench_command(*args: str) -> list[str]:
     """The bench CLI as a separate process (for real signals)."""
-    return [sys.executable, "-c", "from orchestrator.cli import main; main()", *args]
+    return [sys.executable, "-c", "from orchestrator.cli.main import main; main()", *args]
 
 
 def default_sigint() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import envs
+from orchestrator.provision import envs
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.cli import cli as bench_cli
-from orchestrator.config import FRAMEWORKS, MODELS
+from orchestrator.cli.main import cli as bench_cli
+from orchestrator.config.run_config import FRAMEWORKS, MODELS
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 REAL = [f for f in FRAMEWORKS if f != "fault"]

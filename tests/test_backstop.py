@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.db import Database, schema_version
+from orchestrator.storage.db import Database, schema_version
 
 DATA = Path(__file__).parent / "data"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import signal
 
-from orchestrator.outcomes import classify, fatal_traceback, read_events
-from orchestrator.process import Finished
+from orchestrator.launch.outcomes import classify, fatal_traceback, read_events
+from orchestrator.launch.process import Finished
 
 
 def finished(code: int, **kw) -> Finished:

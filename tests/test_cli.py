@@ -10,8 +10,8 @@ import subprocess
 import click
 import pytest
 
-from orchestrator.cli import cli as bench_cli
-from orchestrator.db import schema_version
+from orchestrator.cli.main import cli as bench_cli
+from orchestrator.storage.db import schema_version
 from tests.conftest import bench_command
 
 

@@ -9,9 +9,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.cli import cli
-from orchestrator.config import FIELD_NAMES
-from orchestrator.field_docs import allowed
+from orchestrator.cli.main import cli
+from orchestrator.config.field_docs import allowed
+from orchestrator.config.run_config import FIELD_NAMES
 
 Tree = Iterator[tuple[tuple[str, ...], click.Command]]
 

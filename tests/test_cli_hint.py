@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 import pytest
 
-from orchestrator.cli import cli
-from orchestrator.cli_hint import NOT_CARRIED, hint
+from orchestrator.cli.hint import NOT_CARRIED, hint
+from orchestrator.cli.main import cli
 from tests.conftest import bench_command
 from tests.test_resume import start, wait_for
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import outcomes
-from orchestrator.process import Finished
+from orchestrator.launch import outcomes
+from orchestrator.launch.process import Finished
 
 REPO = Path(__file__).resolve().parent.parent
 TORCH_OOM = (

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from orchestrator import datasets
-from orchestrator.config import RunConfig
+from orchestrator.config.run_config import RunConfig
+from orchestrator.provision import datasets
 from workers import data
 
 REPO = Path(__file__).resolve().parent.parent

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.cli import cli as bench_cli
-from orchestrator.db import Database, schema_version
-from orchestrator.report_compare import NO_VERDICT, verdict
+from orchestrator.cli.main import cli as bench_cli
+from orchestrator.report.compare import NO_VERDICT, verdict
+from orchestrator.storage.db import Database, schema_version
 from profiler import disturbance
 from profiler.disturbance import CpuTicks, Share, parse_stat, share
 

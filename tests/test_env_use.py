@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import envs
+from orchestrator.provision import envs
 
 MATRIX = """
 name: external-env

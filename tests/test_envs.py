@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import envs
+from orchestrator.provision import envs
 from tests.conftest import pyenv_python36
 
 

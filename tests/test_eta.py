@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import RunConfig
-from orchestrator.db import Database
-from orchestrator.eta import Eta, History, images
-from orchestrator.progress import Progress
+from orchestrator.config.run_config import RunConfig
+from orchestrator.storage.db import Database
+from orchestrator.sweep.eta import Eta, History, images
+from orchestrator.sweep.progress import Progress
 
 pytestmark = pytest.mark.slow  # the history comes from real (fault worker) runs
 
@@ -130,7 +130,7 @@ def test_a_row_that_cannot_be_read_costs_the_estimate_not_the_sweep(recorded, wr
 
 
 def test_the_events_tail_stays_bounded_on_a_file_without_newlines(tmp_path):
-    from orchestrator.progress import _Events
+    from orchestrator.sweep.progress import _Events
 
     events = _Events(tmp_path / "events.jsonl")
     with open(events.path, "wb") as f:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import RunConfig
-from orchestrator.db import Database, schema_version
-from orchestrator.outcomes import CLUSTER_OUTCOMES, OUTCOMES
-from orchestrator.progress import Progress
-from orchestrator.ray_executor import demand, fits, task_options
+from orchestrator.config.run_config import RunConfig
+from orchestrator.executors.ray_cluster import demand, fits, task_options
+from orchestrator.launch.outcomes import CLUSTER_OUTCOMES, OUTCOMES
+from orchestrator.storage.db import Database, schema_version
+from orchestrator.sweep.progress import Progress
 
 DATA = Path(__file__).parent / "data"
 

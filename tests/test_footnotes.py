@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator import fairness, record
-from orchestrator.cli import cli as bench_cli
-from orchestrator.db import Database
-from orchestrator.execute import RunRecord, now
-from orchestrator.matrix import load_matrix
-from orchestrator.outcomes import Outcome
+from orchestrator.cli.main import cli as bench_cli
+from orchestrator.config.matrix import load_matrix
+from orchestrator.launch.execute import RunRecord, now
+from orchestrator.launch.outcomes import Outcome
+from orchestrator.report import fairness
+from orchestrator.storage.db import Database
+from orchestrator.sweep import recording as record
 
 MATRIX = """
 name: footnotes

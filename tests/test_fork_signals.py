@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from orchestrator import sidecar
-from orchestrator.sidecar import Sidecar, SidecarSettings
+from orchestrator.launch import sidecar
+from orchestrator.launch.sidecar import Sidecar, SidecarSettings
 
 
 def test_ctrl_c_during_the_samplers_fork_is_held_then_raised_and_the_sampler_ends(tmp_path, monkeypatch):

@@ -40,7 +40,7 @@ SWITCHED = {
 
 def sweep(folder: Path, frameworks: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """Run the matrix in folder; each framework's run and environments row, JSON columns parsed."""
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     (folder / "m.yaml").write_text(MATRIX.format(frameworks=", ".join(frameworks)))
     cwd = os.getcwd()

@@ -71,7 +71,7 @@ def test_missing_dependencies_without_their_wheels_are_one_line(pytorch_python, 
 
 
 def test_its_matrices_are_what_the_issue_asks_and_bench_accepts_them(tmp_path):
-    from orchestrator.matrix import load_matrix
+    from orchestrator.config.matrix import load_matrix
 
     configs = load_matrix(phases.write_matrix(tmp_path / "m.yaml", phases.matrix_phase())).configs
     assert {(c.framework, c.device, c.image_size) for c in configs} == {("pytorch", "cuda", 224)}

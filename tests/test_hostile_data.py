@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from orchestrator import datasets
-from orchestrator.config import RunConfig
-from orchestrator.datafiles import Limits, images, npz, pickles
+from orchestrator.config.run_config import RunConfig
 from orchestrator.errors import DatasetError
+from orchestrator.provision import datasets
+from orchestrator.provision.datafiles import Limits, images, npz, pickles
 from tests import hostile_files as h
 from tests.conftest import bench_command
 
@@ -164,7 +164,7 @@ def test_the_object_array_that_crashed_numpy_cannot_crash_bench(tmp_path):
     plain = subprocess.run([sys.executable, "-c", crash, str(path)], capture_output=True, timeout=60)
     assert plain.returncode != 0, plain  # the attack is real: numpy 2.4 dies of SIGSEGV (-11)
     read = (
-        "import sys; from orchestrator import datasets\n"
+        "import sys; from orchestrator.provision import datasets\n"
         "try:\n    datasets.load_data_pickle(sys.argv[1])\n"
         "except datasets.DatasetError as exc:\n    print(exc)\n"
     )
@@ -405,9 +405,9 @@ def test_a_hostile_npz_is_refused_naming_the_file(tmp_path, name):
 UNDER_RLIMIT = """
 import resource, sys
 from pathlib import Path
-from orchestrator import datasets
-from orchestrator.config import RunConfig
-from orchestrator.datafiles import images, npz, pickles
+from orchestrator.provision import datasets
+from orchestrator.config.run_config import RunConfig
+from orchestrator.provision.datafiles import images, npz, pickles
 from orchestrator.errors import DatasetError
 limits = datasets.limits()
 assert limits.max_bytes > 2 ** 30  # the default limits, far beyond the room below

@@ -19,9 +19,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator import datasets
-from orchestrator.datafiles import Limits, npz, pickles
 from orchestrator.errors import DatasetError
+from orchestrator.provision import datasets
+from orchestrator.provision.datafiles import Limits, npz, pickles
 from tests import hostile_files as h
 
 REPO = Path(__file__).resolve().parent.parent
@@ -223,7 +223,7 @@ PNG_PROPERTY = """
 import resource, struct, sys, zlib
 from pathlib import Path
 from hypothesis import given, settings, strategies as st, HealthCheck
-from orchestrator.datafiles import Limits, images
+from orchestrator.provision.datafiles import Limits, images
 from orchestrator.errors import DatasetError
 from tests import hostile_files as h
 from tests.test_hostile_data_properties import mutated, FAST

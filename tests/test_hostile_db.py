@@ -15,10 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator import envs, outcomes
-from orchestrator.config_checks import config_from_stored
-from orchestrator.db import application_id
+from orchestrator.config.checks import config_from_stored
 from orchestrator.errors import BenchError, DatabaseError, EnvironmentSetupError
+from orchestrator.launch import outcomes
+from orchestrator.provision import envs
+from orchestrator.storage.db import application_id
 
 
 def file_hash(path: Path) -> str:
@@ -340,7 +341,7 @@ def test_a_huge_exception_message_is_stored_bounded(tmp_path, monkeypatch, cli, 
     monkeypatch.chdir(tmp_path)
     message = "start-" + "x" * (20 << 20) + "-end"
     write_matrix("include:\n  - {framework: fault, fault: raise}\n")
-    from orchestrator import execute
+    from orchestrator.launch import execute
 
     real = execute.gather
 
@@ -436,9 +437,9 @@ def test_text_where_a_number_is_read_is_one_line_naming_run_and_column(recorded,
 def test_a_partial_runs_epochs_are_only_those_the_table_can_hold(tmp_path):
     """Epoch events without a NOT NULL column, or the same epoch twice, would fail the insert and
     lose the run: a stream a worker wrote keeps one record per epoch that can be stored."""
-    from orchestrator import execute
-    from orchestrator.config import RunConfig
-    from orchestrator.process import Finished
+    from orchestrator.config.run_config import RunConfig
+    from orchestrator.launch import execute
+    from orchestrator.launch.process import Finished
 
     lines = [
         {"event": "epoch_end", **EPOCH, "seconds": 1.0},
@@ -455,8 +456,8 @@ def test_a_partial_runs_epochs_are_only_those_the_table_can_hold(tmp_path):
 def test_a_hostile_kernel_trace_keeps_only_records_the_table_can_hold(tmp_path):
     """kernels.json is the worker's: records that are not records, without a name, with a count
     that is text or a time that is infinite are left out; what remains is classified as usual."""
-    from orchestrator import tracing
-    from orchestrator.config import RunConfig
+    from orchestrator.config.run_config import RunConfig
+    from orchestrator.launch import tracing
     from profiler import kernels as kernel_classes
 
     good = {"name": "volta_sgemm_128x64_nn", "calls": 3, "total_seconds": 0.5}
@@ -474,8 +475,8 @@ def test_a_hostile_kernel_trace_keeps_only_records_the_table_can_hold(tmp_path):
 
 
 def test_an_oversized_kernel_trace_is_no_trace(tmp_path, monkeypatch):
-    from orchestrator import tracing
-    from orchestrator.config import RunConfig
+    from orchestrator.config.run_config import RunConfig
+    from orchestrator.launch import tracing
 
     monkeypatch.setattr(tracing, "RESULT_LIMIT", 100)
     (tmp_path / tracing.KERNELS_FILE).write_text(json.dumps({"records": [{"name": "x" * 200}]}))
@@ -535,7 +536,7 @@ def test_a_kernel_row_of_a_class_bench_does_not_know_is_classified_from_its_name
 
 def test_fairness_facts_of_a_deeply_nested_environment_are_none(recorded):
     """The recorded environment is read for the footnotes: JSON too deep for the parser is no fact."""
-    from orchestrator import fairness
+    from orchestrator.report import fairness
 
     assert fairness._json("[" * 100_000) == {}
     assert fairness._json('{"a": 1}') == {"a": 1}

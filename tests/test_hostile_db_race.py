@@ -7,16 +7,16 @@ import multiprocessing
 import sqlite3
 from pathlib import Path
 
-from orchestrator.db import application_id, schema_version
-from orchestrator.migrate import TABLES_BY_VERSION
+from orchestrator.storage.db import application_id, schema_version
+from orchestrator.storage.migrate import TABLES_BY_VERSION
 
 CREATORS = 4
 ROUNDS = 12
 
 
 def _create_and_record(path: str, barrier, results) -> None:
-    from orchestrator import record
-    from orchestrator.db import Database
+    from orchestrator.storage.db import Database
+    from orchestrator.sweep import recording as record
 
     try:
         barrier.wait(timeout=60)

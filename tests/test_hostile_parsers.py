@@ -23,9 +23,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator import matrix as matrix_module
-from orchestrator.cli import cli as bench_cli
-from orchestrator.config import (
+from orchestrator.cli.main import cli as bench_cli
+from orchestrator.config import matrix as matrix_module
+from orchestrator.config.filters import parse_id, parse_only
+from orchestrator.config.matrix import MAX_FILE_BYTES, SECTIONS, load_matrix
+from orchestrator.config.run_config import (
     FIELD_NAMES,
     INT_LIMITS,
     MAX_CPUS,
@@ -36,9 +38,7 @@ from orchestrator.config import (
     parse_size,
 )
 from orchestrator.errors import ConfigError
-from orchestrator.filters import parse_id, parse_only
-from orchestrator.matrix import MAX_FILE_BYTES, SECTIONS, load_matrix
-from orchestrator.report_select import ALL, parse_sweeps
+from orchestrator.report.select import ALL, parse_sweeps
 from tests.conftest import bench_command
 
 BIG = str(2**70)  # beyond SQLite's signed 64-bit INTEGER
@@ -387,10 +387,10 @@ def test_errors_with_a_meaning_keep_it(write_matrix: Any, monkeypatch: pytest.Mo
 def test_an_internal_error_in_a_real_process_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "m.yaml").write_text("include:\n  - {framework: fault}\n")
     code = (
-        "import orchestrator.matrix as m\n"
+        "import orchestrator.config.matrix as m\n"
         "def boom(path):\n    raise LookupError('no such thing')\n"
         "m.load_matrix = boom\n"
-        "from orchestrator.cli import main\nmain()\n"
+        "from orchestrator.cli.main import main\nmain()\n"
     )
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "BENCH_DEBUG": ""}
     proc = subprocess.run(
@@ -573,7 +573,7 @@ def test_the_loader_on_structured_random_matrices_is_a_matrix_or_one_config_erro
 
 @pytest.mark.parametrize("address", ["head:99999999", "head:²", "head:٦٣٧٩", "he\x00ad:6379", "head:0"])
 def test_a_ray_address_outside_a_port_range_is_one_config_error(address: str) -> None:
-    from orchestrator.ray_executor import check_reachable
+    from orchestrator.executors.ray_cluster import check_reachable
 
     with pytest.raises(ConfigError, match="expected HOST:PORT"):
         check_reachable(address)

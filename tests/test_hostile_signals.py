@@ -17,10 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator import capture, liveruns, orphans, outcomes
-from orchestrator.db import Database
-from orchestrator.execute import where_it_died
-from orchestrator.progress import Progress
+from orchestrator.launch import capture, orphans, outcomes
+from orchestrator.launch.execute import where_it_died
+from orchestrator.storage.db import Database
+from orchestrator.sweep import liveruns
+from orchestrator.sweep.progress import Progress
 from tests import dbs
 from tests.conftest import bench_command, default_sigint
 from tests.test_outcomes import pid_alive
@@ -248,7 +249,7 @@ def test_a_flood_of_events_and_a_huge_line_stay_within_memory(tmp_path):
 
 
 def test_an_oversized_result_is_invalid_not_read(tmp_path):
-    from orchestrator.process import Finished
+    from orchestrator.launch.process import Finished
 
     with open(tmp_path / "result.json", "wb") as f:
         f.truncate(outcomes.RESULT_LIMIT + 1)  # sparse: costs no disk
@@ -366,7 +367,7 @@ def test_any_state_file_parses_or_says_why(data):
 
 
 def test_a_stale_sweep_of_a_dead_bench_is_closed(tmp_path, state_dir):
-    from orchestrator import record
+    from orchestrator.sweep import recording as record
 
     db = Database(f"sqlite:///{tmp_path / 'bench.db'}", create=True)
     old = record.start_sweep(db, "old", "matrix", 1, None, None)
@@ -402,7 +403,7 @@ def test_outside_a_sweep_a_stop_signal_ends_the_run_and_then_the_command(tmp_pat
     """`bench models` and the environment checks run workers with no sweep around them."""
     import threading
 
-    from orchestrator.process import Interrupted, run_worker
+    from orchestrator.launch.process import Interrupted, run_worker
 
     if signal.getsignal(signal.SIGUSR1) != signal.SIG_DFL:
         pytest.skip("SIGUSR1 is handled or ignored in this test process")

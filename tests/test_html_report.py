@@ -21,9 +21,9 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from orchestrator.cli import cli as bench_cli
-from orchestrator.html_report import crash_list, html_table
-from orchestrator.report import RESULT_COLUMNS
+from orchestrator.cli.main import cli as bench_cli
+from orchestrator.report.html import crash_list, html_table
+from orchestrator.report.results import RESULT_COLUMNS
 from tests.conftest import BACKENDS, new_database
 
 pytestmark = pytest.mark.slow

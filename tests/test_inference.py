@@ -49,7 +49,7 @@ def test_features_need_task_inference(write_matrix, cli):
 
 def test_train_configurations_keep_their_hash():
     """task and features were added in schema 5: a training configuration's identity is unchanged."""
-    from orchestrator.config import RunConfig
+    from orchestrator.config.run_config import RunConfig
 
     assert RunConfig(task=None, features=None).config_hash == RunConfig().config_hash
     assert RunConfig(task="inference").config_hash != RunConfig().config_hash

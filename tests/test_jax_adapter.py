@@ -351,7 +351,7 @@ def one_thread(jax_python, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sweep(jax_python, tmp_path_factory):
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     path = tmp_path_factory.mktemp("jax-sweep")
     (path / "m.yaml").write_text(MATRIX)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import LATE_FIELDS, RunConfig
-from orchestrator.db import Database, schema_version
+from orchestrator.config.matrix import load_matrix
+from orchestrator.config.run_config import LATE_FIELDS, RunConfig
 from orchestrator.errors import ConfigError
-from orchestrator.matrix import load_matrix
+from orchestrator.storage.db import Database, schema_version
 from profiler import kernels, nsys
 from workers import trace
 from workers.adapters import base

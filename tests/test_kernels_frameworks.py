@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.cli import cli as bench_cli
+from orchestrator.cli.main import cli as bench_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")

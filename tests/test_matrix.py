@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import RunConfig
+from orchestrator.config.matrix import Matrix, load_matrix, parse_only, select
+from orchestrator.config.run_config import RunConfig
 from orchestrator.errors import ConfigError
-from orchestrator.matrix import Matrix, load_matrix, parse_only, select
 
 EXAMPLE = """\
 name: quick
@@ -109,7 +109,7 @@ def test_exclude_matches_normalised_values() -> None:
 
 
 def test_exclude_matching_nothing_is_logged(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="orchestrator.matrix"):
+    with caplog.at_level(logging.WARNING, logger="orchestrator.config.matrix"):
         load("axes:\n  seed: [1, 2]\nexclude:\n  - {seed: 3}\n")
     assert "m.yaml:4: exclude entry matches no configuration" in caplog.text
 

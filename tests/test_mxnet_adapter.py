@@ -217,7 +217,7 @@ def driven(mxnet_python, pytorch_python, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sweep(mxnet_python, tmp_path_factory):
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     path = tmp_path_factory.mktemp("mxnet-sweep")
     (path / "m.yaml").write_text(MATRIX)

@@ -64,7 +64,7 @@ def pid_alive(pid: int) -> bool:
 def fault_sweep(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     from click.testing import CliRunner
 
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     path = tmp_path_factory.mktemp("faults")
     (path / "m.yaml").write_text(FAULTS)
@@ -212,7 +212,7 @@ def test_fail_on(write_matrix, cli, workdir):
 def test_report_and_crash_report(fault_sweep, tmp_path):
     from click.testing import CliRunner
 
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     db = str(Path(fault_sweep[0]["run_dir"]).parent.parent.parent / "bench.db")
     out = CliRunner().invoke(cli, ["report", "--db", db, "--format", "json"]).output
@@ -230,7 +230,7 @@ def test_report_and_crash_report(fault_sweep, tmp_path):
 def test_inspect_shows_the_post_mortem(fault_sweep):
     from click.testing import CliRunner
 
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     row = by_fault(fault_sweep, "segfault")
     db = str(Path(row["run_dir"]).parent.parent.parent / "bench.db")
@@ -250,7 +250,7 @@ def test_inspect_shows_the_post_mortem(fault_sweep):
 def test_rerun_runs_the_configuration_again(fault_sweep, tmp_path):
     from click.testing import CliRunner
 
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     row = by_fault(fault_sweep, "raise")
     db = str(Path(row["run_dir"]).parent.parent.parent / "bench.db")

@@ -295,7 +295,7 @@ def driven(paddle_python, pytorch_python, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sweep(paddle_python, tmp_path_factory):
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     path = tmp_path_factory.mktemp("paddle-sweep")
     (path / "m.yaml").write_text(MATRIX)

@@ -16,10 +16,10 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from orchestrator import postgres
-from orchestrator.cli import cli as bench_cli
-from orchestrator.db import Database, _statements, schema_version
-from orchestrator.outcomes import OUTCOMES
+from orchestrator.cli.main import cli as bench_cli
+from orchestrator.launch.outcomes import OUTCOMES
+from orchestrator.storage import postgres
+from orchestrator.storage.db import Database, _statements, schema_version
 from tests import dbs
 from tests.conftest import bench_command
 

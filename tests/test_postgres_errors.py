@@ -61,7 +61,7 @@ def test_connection_problems_are_one_line_naming_the_fix(pg_server, workdir, wri
 
 def test_without_psycopg_postgres_is_one_line_saying_how_to_install_it(pg_server, workdir):
     """psycopg hidden from a real bench process (a None entry in sys.modules fails its import)."""
-    code = "import sys; sys.modules['psycopg'] = None; from orchestrator.cli import main; main()"
+    code = "import sys; sys.modules['psycopg'] = None; from orchestrator.cli.main import main; main()"
     url = pg_server.create_database()
     proc = subprocess.run(
         [sys.executable, "-c", code, "report", "--db", url], cwd=workdir, capture_output=True, text=True

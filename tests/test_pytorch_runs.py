@@ -44,7 +44,7 @@ REPORT: dict[str, str] = {}  # bench report's output on the sweep, filled by the
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory, pytorch_python):
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     path = tmp_path_factory.mktemp("pytorch")
     (path / "m.yaml").write_text(MATRIX)

@@ -326,7 +326,7 @@ def test_an_unreachable_address_is_one_line_and_records_nothing(cli, write_matri
 def test_without_the_ray_package_the_error_names_the_fix(write_matrix, workdir):
     write_matrix(FAULTS)
     # The ray package made unimportable in this interpreter, as in an install without the extra.
-    code = "import sys; sys.modules['ray'] = None; from orchestrator.cli import main; main()"
+    code = "import sys; sys.modules['ray'] = None; from orchestrator.cli.main import main; main()"
     args = ["run", "--matrix", "m.yaml", "--executor", "ray"]
     done = subprocess.run([sys.executable, "-c", code, *args], cwd=workdir, capture_output=True, text=True)
     assert done.returncode == 1

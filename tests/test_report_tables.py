@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.cli import cli as bench_cli
-from orchestrator.report_compare import MIN_EPOCHS, NO_VERDICT, verdict
-from orchestrator.tables import number
+from orchestrator.cli.main import cli as bench_cli
+from orchestrator.report.compare import MIN_EPOCHS, NO_VERDICT, verdict
+from orchestrator.text.formats import number
 from tests import dbs
 from tests.conftest import BACKENDS, new_database
 
@@ -113,7 +113,7 @@ def test_comparison_cells_time_outcome_and_not_run(db):
     assert big.split()[2:] == ["crash", "—", "crash", "—", "—", "—", "—", "—"]
     images = ok["steps_per_epoch"] * ok["batch_size"]
     assert "small_cnn CPU ms/image" in header
-    # after the range, the samples marks where there are any (~ wide, ? few: orchestrator/samples.py)
+    # after the range, the samples marks where there are any (~ wide, ? few: orchestrator/config/samples.py)
     ms = number(ok["median_epoch_seconds"] / images * 1000)
     assert re.search(re.escape(expected) + r"( [~?]+)?  " + re.escape(ms) + " ", small), small
 
@@ -314,7 +314,7 @@ def test_compare_finds_a_run_slowed_by_sharing_its_cpu(tmp_path):
     (tmp_path / "slow.yaml").write_text(textwrap.dedent(SLOW).lstrip())
     db = tmp_path / "bench.db"
     cpu = min(os.sched_getaffinity(0))
-    command = [sys.executable, "-c", "from orchestrator.cli import main; main()", "run"]
+    command = [sys.executable, "-c", "from orchestrator.cli.main import main; main()", "run"]
     command += ["--matrix", str(tmp_path / "slow.yaml"), "--db", str(db)]
     busy = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
     pin = lambda: os.sched_setaffinity(0, {cpu})  # noqa: E731  (the workers inherit it)

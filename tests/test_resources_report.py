@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.cli import cli as bench_cli
+from orchestrator.cli.main import cli as bench_cli
 from tests import dbs
 from tests.conftest import BACKENDS, new_database
 

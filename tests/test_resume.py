@@ -97,7 +97,7 @@ def test_resume_after_sigkill_runs_each_configuration_exactly_once(write_matrix,
     hashes = [r[1] for r in after if r[2] != "interrupted"]
     assert len(hashes) == 6 and len(set(hashes)) == 6
     # The run in flight at the SIGKILL (if the kill did not fall between runs) is recorded
-    # interrupted by the resuming bench before it starts (orchestrator/liveruns.py).
+    # interrupted by the resuming bench before it starts (orchestrator/sweep/liveruns.py).
     assert len(after) - len(hashes) <= 1
     assert [r[:3] for r in after[: len(before)]] == before  # nothing finished ran again
     assert {r[3] for r in after} == {1}

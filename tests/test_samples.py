@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import RunConfig
-from orchestrator.db import Database, schema_version
-from orchestrator.samples import advice
+from orchestrator.config.run_config import RunConfig
+from orchestrator.config.samples import advice
+from orchestrator.storage.db import Database, schema_version
 from workers import runner
 
 DATA = Path(__file__).parent / "data"

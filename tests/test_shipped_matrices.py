@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchestrator.config import FRAMEWORKS
-from orchestrator.matrix import load_matrix
+from orchestrator.config.matrix import load_matrix
+from orchestrator.config.run_config import FRAMEWORKS
 
 MATRICES = Path(__file__).resolve().parent.parent / "matrices"
 REAL = [f for f in FRAMEWORKS if f != "fault"]

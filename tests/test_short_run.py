@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.short_run import run_short
+from orchestrator.provision.short_run import run_short
 from tests import test_env_use
 from tests.test_outcomes import pid_alive
 
@@ -76,7 +76,7 @@ def test_a_program_that_cannot_start_is_oserror(tmp_path: Path):
 def test_env_use_of_a_hostile_interpreter_is_one_line(
     cli, workdir, env_dir, tmp_path, monkeypatch, script, says
 ):
-    from orchestrator import external_env, short_run
+    from orchestrator.provision import external_env, short_run
 
     if script.startswith("sleep"):
         real = short_run.run_short

@@ -167,7 +167,7 @@ axes: {framework: [singa]}
 
 @pytest.fixture(scope="module")
 def gru_run(tmp_path_factory):
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     framework_python("singa")
     path = tmp_path_factory.mktemp("singa-gru")

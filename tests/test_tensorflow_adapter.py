@@ -295,7 +295,7 @@ def driven(tensorflow_python, pytorch_python, tmp_path_factory):
 @pytest.fixture(scope="module")
 def sweep(tensorflow_python, tmp_path_factory):
     """The real harness, once: every model, one thread each (applied before TensorFlow starts)."""
-    from orchestrator.cli import cli
+    from orchestrator.cli.main import cli
 
     path = tmp_path_factory.mktemp("tensorflow-sweep")
     (path / "m.yaml").write_text(MATRIX)

@@ -22,10 +22,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator import terminal
-from orchestrator.progress import Progress
-from orchestrator.tables import Column, csv_cell, render
-from orchestrator.terminal import markdown_cell, markdown_text, safe, safe_line
+from orchestrator.sweep.progress import Progress
+from orchestrator.text import terminal
+from orchestrator.text.formats import Column, csv_cell, render
+from orchestrator.text.terminal import markdown_cell, markdown_text, safe, safe_line
 from tests.conftest import REPO, bench_command
 
 UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cs"}
@@ -218,7 +218,7 @@ def test_log_lines_are_made_safe():
 
 def test_the_live_progress_line_sends_no_sequence_but_its_own(tmp_path):
     """On a terminal the line is redrawn with \\r ESC[2K; a phase name may not add to that."""
-    from orchestrator.config import RunConfig
+    from orchestrator.config.run_config import RunConfig
 
     (tmp_path / "events.jsonl").write_text(json.dumps({"event": "phase", "phase": f"x{OSC_TITLE}{CLEAR}"}))
     out = io.StringIO()

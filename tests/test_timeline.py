@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import outcomes
-from orchestrator.db import Database, schema_version
-from orchestrator.process import Finished
+from orchestrator.launch import outcomes
+from orchestrator.launch.process import Finished
+from orchestrator.storage.db import Database, schema_version
 from profiler import timeline as timelines
 
 MIB = 1 << 20

@@ -1,0 +1,169 @@
+"""Options and the error boundary shared by every bench command."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from orchestrator.config.filters import parse_id, parse_value
+from orchestrator.config.run_config import SQLITE_INT_MAX, RunConfig
+from orchestrator.errors import BenchError, ConfigError
+from orchestrator.storage.db import DEFAULT_URL, normalise_url
+from orchestrator.text.terminal import safe_line
+
+# Exceptions that already mean something to click or to the user: a usage error (exit 2), --help
+# and --version (click's Exit), Ctrl-C (click's Abort), sys.exit. A broken pipe (`bench report |
+# head`) is click's too: it exits 1 quietly.
+_PASS_THROUGH = (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError)
+
+
+class BenchGroup(click.Group):
+    """The error boundary: a BenchError is one line and exit 1; anything else unexpected is one
+    line naming the file that holds its traceback (or, with --debug, the traceback itself)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BenchError as exc:
+            click.echo(f"error: {safe_line(exc)}", err=True)
+            ctx.exit(1)
+        except _PASS_THROUGH:
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug") or debug_from_env():
+                raise
+            click.echo(internal_error_line(exc), err=True)
+            ctx.exit(1)
+
+
+def debug_from_env() -> bool:
+    return os.environ.get("BENCH_DEBUG", "") not in ("", "0")
+
+
+def internal_error_line(exc: BaseException) -> str:
+    message = safe_line(exc)
+    if len(message) > 300:
+        message = message[:300] + "..."
+    what = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    where, problem = write_traceback(exc)
+    saved = f"the full traceback is in {safe_line(where)}" if where else f"no traceback file ({problem})"
+    return f"bench: internal error ({what}); {saved}; run again with --debug to see it here"
+
+
+def traceback_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "bench" / "tracebacks"
+
+
+def write_traceback(exc: BaseException) -> tuple[str | None, str]:
+    """Write the traceback to a new private file: its path, or None and why nothing was written.
+
+    Tried in the state folder first, then as a fresh temporary file; never raises (this runs while
+    reporting an error already).
+    """
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    header = f"bench internal error at {time.strftime('%Y-%m-%d %H:%M:%S %z')}, pid {os.getpid()}\n\n"
+    name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    problem = ""
+    try:
+        folder = traceback_dir()
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = folder / f"{name}.txt"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as first:
+        problem = str(first)
+        try:  # mkstemp: a new file, owner-only, safe in a shared temporary folder
+            fd, temp = tempfile.mkstemp(prefix=f"bench-traceback-{name}-", suffix=".txt")
+            path = Path(temp)
+        except OSError as second:
+            return None, f"{problem}; {second}"
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
+            f.write(header + text)
+    except OSError as exc_write:
+        return None, str(exc_write)
+    return str(path), problem
+
+
+class IdType(click.ParamType):
+    """A run or sweep id: checked as bench checks every id (ASCII digits, below 2**63), and a bad one
+    is the one-line error, not a usage message."""
+
+    name = "id"
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= SQLITE_INT_MAX:
+            return value  # a default, or a caller's int
+        return parse_id(value if isinstance(value, str) else "a non-text value", self.what)
+
+
+class FieldType(click.ParamType):
+    """An option that is one configuration field, validated with that field's bounds."""
+
+    name = "value"
+
+    def __init__(self, key: str, option: str) -> None:
+        self.key, self.option = key, option
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return parse_value(self.key, str(value).strip(), self.option)
+        except ConfigError as exc:  # "--classes: classes: ..." says the name twice
+            raise ConfigError(str(exc).replace(f"{self.option}: {self.key}:", f"{self.option}:")) from None
+
+
+def db_option(f: Any) -> Any:
+    return click.option(
+        "--db",
+        "db_url",
+        default=DEFAULT_URL,
+        show_default=True,
+        envvar="BENCH_DB",
+        help="Results database: a SQLAlchemy URL or a file path (env BENCH_DB).",
+    )(f)
+
+
+def env_dir_option(f: Any) -> Any:
+    return click.option(
+        "--env-dir",
+        default=None,
+        envvar="BENCH_ENV_DIR",
+        help="Where framework environments live (env BENCH_ENV_DIR; default ~/.cache/bench/envs).",
+    )(f)
+
+
+def runs_root(db_url: str, runs_dir: str | None) -> Path:
+    """Run folders go beside the SQLite file unless --runs-dir says otherwise; the folder is made
+    here, before anything is recorded, so a path that cannot hold run folders is one line."""
+    url = normalise_url(db_url)
+    if runs_dir:
+        root, what = Path(runs_dir), f"--runs-dir {runs_dir}"
+    elif url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        root, what = Path(url[len("sqlite:///") :]).parent / "bench-runs", "the run folders"
+    else:
+        root, what = Path("bench-runs"), "the run folders"
+    try:
+        root = root.resolve()
+        if root.exists() and not root.is_dir():
+            raise ConfigError(f"{what}: {root} is not a folder")
+        root.mkdir(parents=True, exist_ok=True)
+    except (OSError, RuntimeError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfigError(f"{what}: cannot make run folders in {root}: {why}") from None
+    return root
+
+
+def prepare_data(configs: list[RunConfig]) -> dict[str, Path]:
+    """Decode the configurations' datasets (numpy and Pillow load only for commands that run)."""
+    from orchestrator.provision import datasets
+
+    return datasets.prepare_all(configs)

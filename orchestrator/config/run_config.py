@@ -1,0 +1,439 @@
+"""The typed configuration of one run, and the rules every field must satisfy.
+
+The matrix loader (orchestrator.config.matrix) turns YAML into ``RunConfig`` objects using the field table
+below; everything downstream works on these plain objects. A field's validator returns the
+normalised value or raises ``ValueError`` with the text that follows ``key:`` in the error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+from orchestrator.text.terminal import safe_line
+
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax", "fault")
+MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet", "gru")
+RECURRENT_MODELS = ("gru",)  # token sequences in; image_size does not apply (workers.models)
+IMAGE_MODELS = tuple(m for m in MODELS if m not in RECURRENT_MODELS)
+DEVICES = ("cpu", "cuda")
+OPTIMIZERS = ("sgd", "adam", "rmsprop")
+DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100", "imdb")
+TOKEN_DATASETS = ("imdb",)  # datasets of token sequences, for the recurrent models
+TRACES = ("off", "kernels")
+TASKS = ("train", "inference")
+FAULTS = (
+    "ok",
+    "raise",
+    "segfault",
+    "abort",
+    "exit",
+    "hang",
+    "oom",
+    "garbage",
+    "no_result",
+    "sleep",
+    "unsupported",
+    "unavailable",
+    "hold",
+    "hostile",
+    "orphans",
+    "flood",
+)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every setting of one run. Field order is the column order of reports."""
+
+    framework: str = "pytorch"
+    model: str = "small_cnn"
+    device: str = "cpu"
+    batch_size: int = 32
+    optimizer: str = "sgd"
+    lr: float = 0.01
+    momentum: float = 0.9
+    epochs: int = 1
+    warmup_steps: int = 2
+    repeats: int = 1
+    timeout: float = 300.0
+    dataset: str = "synthetic"
+    dataset_size: int = 256
+    data_dir: str | None = None
+    image_size: int = 64
+    classes: int = 10
+    val_fraction: float = 0.2
+    threads: int = 0
+    seed: int = 0
+    fault: str | None = None
+    exit_code: int | None = None
+    seconds: float | None = None
+    after_steps: int | None = None
+    ignore_sigterm: bool | None = None
+    # Resources and sampling (added in schema 3; left out of the hash while unset, so the
+    # configurations of earlier sweeps keep their identity).
+    cpus: str | None = None  # canonical CPU list such as "0-1,4"; None: every CPU bench may use
+    memory_budget: int | None = None  # bytes of resident memory for the run's process tree
+    gpu_memory_budget: int | None = None  # bytes of device memory, capped by the framework itself
+    sample_interval: float | None = None  # seconds between resource samples; 0 turns the sampler off
+    hold_threads: int | None = None
+    hold_memory_mb: int | None = None
+    hold_seconds: float | None = None
+    hold_child_memory_mb: int | None = None
+    # Kernel and operator tracing (schema 4): None (off) or "kernels". Traced timings are perturbed.
+    trace: str | None = None
+    # What the run measures (schema 5): None is training (the hash of earlier configurations is kept);
+    # "inference" runs the model in evaluation mode without gradients. features: True stops at the
+    # pooled features (the model without its classifier); None is the full model.
+    task: str | None = None
+    features: bool | None = None
+    # Enough samples (schema 6): timed seconds and timed steps a run reaches at least, by extra
+    # timed epochs; None is bench's default (resolved_timing), so earlier hashes are kept.
+    min_time: float | None = None
+    min_steps: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        # Every field is a plain scalar, so this equals dataclasses.asdict, without its deep copies
+        # (which made hashing a 100,000-configuration matrix take seconds).
+        return {name: getattr(self, name) for name in FIELD_NAMES}
+
+    @cached_property  # fields are frozen; a sweep asks for each hash many times (eta.py, resume)
+    def config_hash(self) -> str:
+        """Stable identity: a hash of every setting, in canonical JSON."""
+        settings = {k: v for k, v in self.to_dict().items() if not (k in LATE_FIELDS and v is None)}
+        text = json.dumps(settings, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def train_size(self) -> int:
+        return self.dataset_size - int(round(self.dataset_size * self.val_fraction))
+
+    def label(self) -> str:
+        """A short human description for progress lines and reports."""
+        if self.framework == "fault":
+            return f"fault/{self.fault or 'ok'}"
+        if self.task == "inference":
+            what = "features" if self.features else "inference"
+            return f"{self.framework}/{self.model}/{self.device}/bs{self.batch_size}/{what}/t{self.threads}"
+        return (
+            f"{self.framework}/{self.model}/{self.device}/bs{self.batch_size}"
+            f"/{self.optimizer}/lr{self.lr:g}/t{self.threads}"
+        )
+
+
+FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
+FAULT_FIELDS = (
+    "fault",
+    "exit_code",
+    "seconds",
+    "after_steps",
+    "ignore_sigterm",
+    "hold_threads",
+    "hold_memory_mb",
+    "hold_seconds",
+    "hold_child_memory_mb",
+)
+LATE_FIELDS = frozenset(FIELD_NAMES[FIELD_NAMES.index("cpus") :])
+DEFAULT_SAMPLE_INTERVAL = 0.1
+SIZE_UNITS = {
+    "": 1 << 20,  # a bare number means MiB
+    "b": 1,
+    "k": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gib": 1 << 30,
+    "t": 1 << 40,
+    "tib": 1 << 40,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+}
+
+
+# Upper bounds of the integer and time settings: generous for any real benchmark, but finite, so
+# that no setting can overflow SQLite's signed 64-bit INTEGER, a C int in the worker (os._exit, a
+# thread count), or drive an absurd allocation or loop (docs/matrix.md lists them with reasons).
+SQLITE_INT_MAX = 2**63 - 1
+MAX_CPUS = 8192  # Linux's largest NR_CPUS: CPU numbers are 0 to 8191
+MAX_SIZE = 2**62  # bytes, for memory budgets: 4 EiB, far beyond any machine, far below 2**63
+MAX_SECONDS = 10**7  # about 116 days, for timeout, sleeps and holds; threading's TIMEOUT_MAX is larger
+INT_LIMITS: dict[str, tuple[int, int]] = {
+    "batch_size": (1, 2**20),
+    "epochs": (1, 10_000),
+    "warmup_steps": (0, 100_000),
+    "repeats": (1, 1_000),
+    "dataset_size": (2, 10**9),
+    "image_size": (8, 4096),
+    "classes": (2, 1_000_000),
+    "threads": (0, MAX_CPUS),
+    "seed": (0, 2**32 - 1),  # numpy's RandomState takes seeds 0 to 2**32 - 1
+    "exit_code": (-(2**31), 2**31 - 1),  # a C int: the fault worker's os._exit
+    "after_steps": (0, 10**9),
+    "hold_threads": (0, 10_000),
+    "hold_memory_mb": (0, 2**24),  # MiB: 16 TiB
+    "hold_child_memory_mb": (0, 2**24),
+    "min_steps": (1, 10**9),
+}
+
+
+def _int(key: str) -> Callable[[Any], int]:
+    low, high = INT_LIMITS[key]
+    word = {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
+    word = "an integer" if low < 0 else word
+
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"expected {word}, got {shown(value)}")
+        if value > high:
+            raise ValueError(f"expected at most {high}, got {shown(value)}")
+        return value
+
+    return check
+
+
+def cut(text: str, limit: int = 80) -> str:
+    """Text for a one-line error message: control characters escaped, cut short where it is long
+    (a pasted file, a 10,000-digit number)."""
+    text = safe_line(text)
+    return text if len(text) <= limit else text[: limit - 20] + f"... ({len(text)} characters)"
+
+
+def shown(value: Any) -> str:
+    """A value for an error message, cut short: a 5000-digit integer is not worth printing whole
+    (and Python refuses to convert one above 4300 digits to text)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    return cut(repr(value))
+
+
+def _number(positive: bool, maximum: float | None = None) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        # An integer beyond a float's range is refused here: math.isfinite and float() would raise.
+        ok = ok and (isinstance(value, float) or abs(value) < 2**1000) and math.isfinite(value)
+        if ok and (value <= 0 if positive else value < 0):
+            ok = False
+        if ok and maximum is not None and value >= maximum:
+            ok = False
+        if not ok:
+            word = "a positive number" if positive else "a non-negative number"
+            if maximum is not None:
+                word += f" below {maximum:g}"
+            raise ValueError(f"expected {word}, got {shown(value)}")
+        return float(value)
+
+    return check
+
+
+def _choice(options: tuple[str, ...], what: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or value not in options:
+            raise ValueError(f"unknown {what} {shown(value)} (known: {', '.join(options)})")
+        return value
+
+    return check
+
+
+def _trace(value: Any) -> str | None:
+    # YAML 1.1 reads a bare `off` as false; both mean untraced, stored as None so that the
+    # configurations recorded before tracing existed keep their hash.
+    if value is False or value is None or value == "off":
+        return None
+    if value != "kernels":
+        raise ValueError(f"unknown trace {shown(value)} (known: {', '.join(TRACES)})")
+    return "kernels"
+
+
+def _task(value: Any) -> str | None:
+    if value not in TASKS:
+        raise ValueError(f"unknown task {shown(value)} (known: {', '.join(TASKS)})")
+    return None if value == "train" else value  # train stored as None: earlier hashes are kept
+
+
+def _features(value: Any) -> bool | None:
+    return _bool(value) or None  # false stored as None, as above
+
+
+FEATURES_NEED_INFERENCE = "features applies to task: inference (the pooled features, no training)"
+
+
+def _path(value: Any) -> str:
+    # A NUL cannot be in a path: the operating system would refuse it, Python with a ValueError.
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise ValueError(f"expected a folder path, got {shown(value)}")
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {shown(value)}")
+    return value
+
+
+# ASCII digits only: \d and str.isdigit also accept other scripts' digits and superscripts.
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*", re.ASCII)
+_CPU_ITEM = re.compile(r"([0-9]+)(?:-([0-9]+))?", re.ASCII)
+# Longer text is no size or CPU number bench accepts; refusing it first keeps the regexes and the
+# integer conversion (Python refuses above 4300 digits) cheap on any input.
+_MAX_NUMBER_TEXT = 64
+CPUS_EXAMPLE = 'expected CPU numbers such as [0, 1] or "0-3,6"'
+
+
+def parse_size(value: Any) -> int:
+    """Bytes from a size such as ``512MiB``, ``2GiB`` or ``1.5G``; a bare number means MiB."""
+    amount: Fraction | None = None
+    unit: str | None = ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        amount = Fraction(value)
+    elif isinstance(value, float) and math.isfinite(value):
+        amount = Fraction(value)
+    elif isinstance(value, str) and len(value) <= _MAX_NUMBER_TEXT:
+        match = _SIZE.fullmatch(value)
+        unit = match.group(2).lower() if match else None
+        amount = Fraction(match.group(1)) if match else None
+    if amount is None or unit not in SIZE_UNITS:
+        raise ValueError(
+            f"expected a size such as 512MiB or 2GiB (a bare number means MiB), got {shown(value)}"
+        )
+    size = int(amount * SIZE_UNITS[unit])  # exact: a Fraction neither rounds nor overflows
+    if size <= 0:
+        raise ValueError(f"expected a positive size, got {shown(value)}")
+    if size > MAX_SIZE:
+        raise ValueError(f"expected a size up to 4 EiB (2**62 bytes), got {shown(value)}")
+    return size
+
+
+# Synthetic images are made in the worker up front, as float32 (workers.data.synthetic): a dataset
+# above this would not fit in any machine's memory, so it is refused at load rather than run out.
+MAX_SYNTHETIC_BYTES = 2**40
+
+
+def synthetic_problem(config: RunConfig) -> str | None:
+    """Why the configuration's synthetic images are too large to make, or None."""
+    if config.framework == "fault" or config.dataset != "synthetic" or config.model in RECURRENT_MODELS:
+        return None
+    size = config.dataset_size * 3 * config.image_size**2 * 4
+    if size <= MAX_SYNTHETIC_BYTES:
+        return None
+    return (
+        f"dataset_size {config.dataset_size} synthetic images of {config.image_size}x{config.image_size}"
+        f" take {format_size(size)} as float32 (at most 1 TiB)"
+    )
+
+
+def format_size(size: int | None) -> str:
+    if size is None:
+        return "—"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size} B"
+
+
+def parse_cpus(value: Any) -> str:
+    """A canonical CPU list ("0-3,6") from a list of numbers, one number, or a list string."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        items: list[Any] = [value]
+    elif isinstance(value, list):
+        items = value
+    elif isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+    else:
+        raise ValueError(f"{CPUS_EXAMPLE}, got {shown(value)}")
+    return format_cpus(_cpu_numbers(items, value))
+
+
+def _cpu_numbers(items: list[Any], original: Any) -> set[int]:
+    cpus: set[int] = set()
+    for item in items:
+        low, high = _cpu_range(item, original)
+        if not 0 <= low <= high < MAX_CPUS:
+            word = f"CPU numbers from 0 to {MAX_CPUS - 1}, a range low-high"
+            raise ValueError(f"expected {word}, got {shown(original)}")
+        # Bounded by MAX_CPUS above: a range such as 0-999999999 is refused, never built.
+        cpus.update(range(low, high + 1))
+    if not cpus:
+        raise ValueError("expected at least one CPU")
+    return cpus
+
+
+def _cpu_range(item: Any, original: Any) -> tuple[int, int]:
+    if isinstance(item, int) and not isinstance(item, bool):
+        return item, item
+    match = _CPU_ITEM.fullmatch(item) if isinstance(item, str) and len(item) <= _MAX_NUMBER_TEXT else None
+    if match is None:
+        raise ValueError(f"{CPUS_EXAMPLE}, got {shown(original)}")
+    return int(match.group(1)), int(match.group(2) or match.group(1))
+
+
+def cpu_set(text: str) -> set[int]:
+    """The CPU numbers of a canonical list."""
+    return _cpu_numbers(text.split(","), text)
+
+
+def format_cpus(cpus: set[int]) -> str:
+    ranges: list[str] = []
+    for cpu in sorted(cpus):
+        if ranges and ranges[-1].split("-")[-1] == str(cpu - 1):
+            ranges[-1] = f"{ranges[-1].split('-')[0]}-{cpu}"
+        else:
+            ranges.append(str(cpu))
+    return ",".join(ranges)
+
+
+VALIDATORS: dict[str, Callable[[Any], Any]] = {
+    "framework": _choice(FRAMEWORKS, "framework"),
+    "model": _choice(MODELS, "model"),
+    "device": _choice(DEVICES, "device"),
+    "batch_size": _int("batch_size"),
+    "optimizer": _choice(OPTIMIZERS, "optimizer"),
+    "lr": _number(positive=True),
+    "momentum": _number(positive=False, maximum=1.0),
+    "epochs": _int("epochs"),
+    "warmup_steps": _int("warmup_steps"),
+    "repeats": _int("repeats"),
+    "timeout": _number(positive=True, maximum=MAX_SECONDS),
+    "dataset": _choice(DATASETS, "dataset"),
+    "dataset_size": _int("dataset_size"),
+    "data_dir": _path,
+    "image_size": _int("image_size"),
+    "classes": _int("classes"),
+    "val_fraction": _number(positive=True, maximum=1.0),
+    "threads": _int("threads"),
+    "seed": _int("seed"),
+    "fault": _choice(FAULTS, "fault"),
+    "exit_code": _int("exit_code"),
+    "seconds": _number(positive=False, maximum=MAX_SECONDS),
+    "after_steps": _int("after_steps"),
+    "ignore_sigterm": _bool,
+    "cpus": parse_cpus,
+    "memory_budget": parse_size,
+    "gpu_memory_budget": parse_size,
+    "sample_interval": _number(positive=False, maximum=3600.0),
+    "hold_threads": _int("hold_threads"),
+    "hold_memory_mb": _int("hold_memory_mb"),
+    "hold_seconds": _number(positive=False, maximum=MAX_SECONDS),
+    "hold_child_memory_mb": _int("hold_child_memory_mb"),
+    "trace": _trace,
+    "task": _task,
+    "features": _features,
+    "min_time": _number(positive=False, maximum=MAX_SECONDS),
+    "min_steps": _int("min_steps"),
+}
+
+assert set(VALIDATORS) == set(FIELD_NAMES)
+
+
+def validate_field(key: str, value: Any) -> Any:
+    """Normalise one setting; raises ValueError with the message to show after ``key:``."""
+    return VALIDATORS[key](value)

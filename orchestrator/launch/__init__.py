@@ -1,0 +1,1 @@
+"""launch: TODO map."""

@@ -1,0 +1,294 @@
+"""Run one configuration in its own process and environment, and gather everything it left."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from orchestrator.config import samples
+from orchestrator.config.checks import resolved_timing
+from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig, cpu_set, format_cpus
+from orchestrator.launch import orphans, outcomes, tracing
+from orchestrator.launch.process import Finished, run_worker
+from orchestrator.launch.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
+from orchestrator.provision import envs
+from profiler import timeline as timelines
+
+WORKERS_PARENT = Path(__file__).resolve().parents[2]
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# Inherited variables that would make the framework's interpreter see the orchestrator's packages.
+DROPPED_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+
+
+@dataclass
+class RunRecord:
+    """Everything known about one finished run, ready for the database."""
+
+    config: RunConfig
+    outcome: outcomes.Outcome
+    run_dir: Path
+    started_at: str
+    ended_at: str
+    wall_seconds: float
+    worker_command: str
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    stderr_tail: str = ""
+    thread_env: dict[str, str] = field(default_factory=dict)
+    timeline: timelines.Timeline = field(default_factory=timelines.Timeline)
+    cpus_allowed: int = 0
+    trace: dict[str, Any] | None = None  # trace: kernels runs: backend, status, records
+    # Where it ran: the executor, the Ray node, that machine's facts (hostinfo.machine()), --pack.
+    executor: str = "local"
+    node: str | None = None
+    host: dict[str, Any] | None = None
+    packed: bool = False
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def run_dir_for(root: Path, index: int, config: RunConfig) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", config.label()).strip("-")
+    base = root / f"{index:04d}-{slug}-{config.config_hash[:8]}"
+    path, attempt = base, 1
+    while path.exists():
+        attempt += 1
+        path = base.with_name(f"{base.name}-a{attempt}")
+    return path
+
+
+def workers_path() -> Path:
+    """A directory whose only importable content that matters is the `workers` package.
+
+    In a checkout that is the repository; in an installed bench it would be site-packages,
+    whose numpy and friends must not leak into a framework's environment, so a directory
+    holding just a link to the package is used instead.
+    """
+    if (WORKERS_PARENT / "pyproject.toml").exists():
+        return WORKERS_PARENT
+    link_dir = Path(tempfile.gettempdir()) / f"bench-workers-{os.getuid()}"
+    link = link_dir / "workers"
+    if not link.exists():
+        link_dir.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(WORKERS_PARENT / "workers", target_is_directory=True)
+    return link_dir
+
+
+def worker_env(config: RunConfig) -> tuple[dict[str, str], dict[str, str]]:
+    """The worker's environment, and the thread variables it was given."""
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARIABLES}
+    env["PYTHONPATH"] = str(workers_path())
+    env["PYTHONUNBUFFERED"] = "1"
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # so device indices agree with NVML's
+    if config.threads > 0:
+        for name in THREAD_VARIABLES:
+            env[name] = str(config.threads)
+    threads = {k: env[k] for k in THREAD_VARIABLES if k in env}
+    return env, threads
+
+
+def worker_config(config: RunConfig) -> dict[str, Any]:
+    """Every setting, with min_time and min_steps resolved: the worker applies no defaults."""
+    settings = config.to_dict()
+    settings["min_time"], settings["min_steps"] = resolved_timing(config)
+    return settings
+
+
+def write_spec(run_dir: Path, config: RunConfig, data_file: Path | None = None, task: str = "train") -> Path:
+    spec = {
+        "spec_version": 1,
+        "task": task,
+        "config_hash": config.config_hash,
+        "events_path": "events.jsonl",
+        "result_path": "result.json",
+        "config": worker_config(config),
+        "data_file": str(data_file) if data_file else None,
+    }
+    path = run_dir / "spec.json"
+    path.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def _shell_command(run_dir: Path, env: dict[str, str], threads: dict[str, str], cmd: list[str]) -> str:
+    assignments = [f"PYTHONPATH={shlex.quote(env['PYTHONPATH'])}"]
+    assignments += [f"{k}={v}" for k, v in threads.items()]
+    return f"cd {shlex.quote(str(run_dir))} && {' '.join(assignments)} {shlex.join(cmd)}"
+
+
+def execute(
+    config: RunConfig,
+    run_dir: Path,
+    env_root: str | None,
+    tick: Callable[[], None] | None = None,
+    data_file: Path | None = None,
+    on_worker_start: Callable[[int], None] | None = None,
+    token: str | None = None,
+) -> RunRecord:
+    """Run one configuration to its end; always returns a record, whatever happened.
+
+    ``on_worker_start(pid)`` learns the worker's pid (its process group) as soon as it exists.
+    ``token`` marks every process of the run, the sampler's included (orchestrator/launch/orphans.py).
+    """
+    token = token or orphans.new_token()
+    run_dir.mkdir(parents=True)
+    write_spec(run_dir, config, data_file)
+    python, where = envs.python_for(config.framework, env_root)
+    env, threads = worker_env(config)
+    cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]
+    cpus, cpus_allowed, cpus_problem = allowed_cpus(config)
+    cmd, trace_note = tracing.wrap(config, cmd, env) if python else (cmd, None)
+    started = now()
+    finished = None
+    timeline = timelines.Timeline()
+    if python is None or cpus_problem:
+        outcome = outcomes.Outcome("unavailable", reason=cpus_problem or where)
+    else:
+        sidecar = sidecar_for(config, run_dir, cpus)
+        try:
+            if sidecar:
+                sidecar.launch(token)
+            finished = run_worker(
+                cmd,
+                env,
+                run_dir,
+                config.timeout,
+                tick=tick,
+                cpus=cpus,
+                on_start=_started(sidecar, on_worker_start),
+                on_exit=sidecar.stop if sidecar else None,
+                token=token,
+            )
+        except BaseException:
+            if sidecar:  # stopped before the worker existed: the waiting sampler is told so
+                sidecar.stop()
+            raise
+        timeline = timelines.read(run_dir / SAMPLES_FILE)
+        outcome = outcomes.classify(finished, run_dir, config.timeout, timeline)
+    rec = gather(
+        config, outcome, run_dir, started, finished, _shell_command(run_dir, env, threads, cmd), threads
+    )
+    rec.timeline = timeline
+    rec.cpus_allowed = cpus_allowed
+    rec.trace = tracing.collect(config, run_dir, outcome.result, trace_note)
+    return rec
+
+
+def _started(
+    sidecar: Sidecar | None, on_worker_start: Callable[[int], None] | None
+) -> Callable[[int, float], None] | None:
+    if on_worker_start is None:
+        return sidecar.start if sidecar else None
+
+    def started(pid: int, t0: float) -> None:
+        on_worker_start(pid)
+        if sidecar:
+            sidecar.start(pid, t0)
+
+    return started
+
+
+def allowed_cpus(config: RunConfig) -> tuple[set[int] | None, int, str | None]:
+    """The CPUs to pin the run to, how many it may use, and why it cannot run if it cannot."""
+    available = os.sched_getaffinity(0)
+    if config.cpus is None:
+        return None, len(available), None
+    wanted = cpu_set(config.cpus)
+    missing = wanted - available
+    if missing:
+        return (
+            None,
+            len(wanted),
+            (
+                f"cpus {config.cpus}: CPU {format_cpus(missing)} is not available to bench on this machine "
+                f"(available: {format_cpus(available)})"
+            ),
+        )
+    return wanted, len(wanted), None
+
+
+def sidecar_for(config: RunConfig, run_dir: Path, cpus: set[int] | None = None) -> Sidecar | None:
+    """``cpus``: those the run is pinned to; unpinned, it may use all of bench's."""
+    interval = DEFAULT_SAMPLE_INTERVAL if config.sample_interval is None else config.sample_interval
+    if interval <= 0:
+        return None
+    allowed = format_cpus(cpus or os.sched_getaffinity(0))
+    return Sidecar(SidecarSettings(interval, config.memory_budget, allowed), run_dir)
+
+
+def gather(
+    config: RunConfig,
+    outcome: outcomes.Outcome,
+    run_dir: Path,
+    started: str,
+    finished: Finished | None,
+    command: str,
+    threads: dict[str, str],
+) -> RunRecord:
+    events = outcomes.read_events(run_dir / "events.jsonl")
+    if outcome.result and outcome.outcome == "ok":
+        epochs = list(outcome.result["epochs"])
+    else:
+        # A partial run's epochs come from its event stream: only those that can be stored.
+        epochs = outcomes.unique_epochs(
+            [e for e in events if e.get("event") == "epoch_end" and not outcomes.epoch_problem(e)]
+        )
+    return RunRecord(
+        config=config,
+        outcome=outcome,
+        run_dir=run_dir,
+        started_at=started,
+        ended_at=now(),
+        wall_seconds=finished.wall_seconds if finished else 0.0,
+        worker_command=command,
+        epochs=epochs,
+        events=events,
+        stderr_tail=outcomes.read_tail(run_dir / "stderr.log", 4000),
+        thread_env=threads,
+    )
+
+
+def where_it_died(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last phase, epoch and completed step the event stream shows."""
+    phase = epoch = step = None
+    for event in events:
+        if event.get("event") == "phase":
+            phase, step = event.get("phase"), None
+            epoch = event.get("epoch", epoch)
+        elif event.get("event") == "step":
+            epoch, step = event.get("epoch"), event.get("step")
+    # The worker wrote these: only what the columns can hold is kept.
+    return {
+        "last_phase": phase[:200] if isinstance(phase, str) else None,
+        "last_epoch": _small_int(epoch),
+        "last_step": _small_int(step),
+    }
+
+
+def _small_int(value: Any) -> int | None:
+    return value if type(value) is int and abs(value) < 1 << 62 else None
+
+
+def summarise(epochs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Timing over the timed epochs (all repeats, extra ones included: samples.run_summary); loss
+    and accuracy of the last configured epoch (an extra one is not evaluated)."""
+    row = samples.run_summary(epochs)
+    if not row:
+        return {}
+    configured = [e for e in epochs if not e.get("extra")] or epochs
+    last = configured[-1]
+    row.update(
+        steps_per_epoch=last.get("steps"),
+        final_train_loss=last.get("train_loss"),
+        final_val_accuracy=last.get("val_accuracy"),
+    )
+    return row

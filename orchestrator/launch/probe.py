@@ -1,0 +1,81 @@
+"""`bench models`: build each model for real in each framework's environment and count its
+trainable parameters, one isolated process per framework and model (a crash is an outcome)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from orchestrator.config.run_config import RunConfig
+from orchestrator.launch import outcomes
+from orchestrator.launch.execute import worker_env, write_spec
+from orchestrator.launch.process import run_worker
+from orchestrator.provision import envs
+from workers import models
+
+PROBE_TIMEOUT = 600.0
+
+
+def probe_one(
+    framework: str, model: str, classes: int, image_size: int, env_root: str | None, workdir: Path
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "framework": framework,
+        "model": model,
+        "reference": models.infer(models.build_arch(model, classes, image_size))["parameters"],
+    }
+    python, where = envs.python_for(framework, env_root)
+    if python is None:
+        return {**row, "outcome": "unavailable", "reason": where}
+    return {**row, **probe_with(python, framework, model, classes, image_size, workdir)}
+
+
+def probe_with(
+    python: Path, framework: str, model: str, classes: int, image_size: int, workdir: Path
+) -> dict[str, Any]:
+    """Build one model with this interpreter's worker: outcome, parameters, what the framework said."""
+    config = RunConfig(
+        framework=framework, model=model, classes=classes, image_size=image_size, timeout=PROBE_TIMEOUT
+    )
+    run_dir = workdir / f"{framework}-{model}"
+    run_dir.mkdir(parents=True)
+    write_spec(run_dir, config, task="probe")
+    env, _ = worker_env(config)
+    finished = run_worker([str(python), "-m", "workers", "--spec", "spec.json"], env, run_dir, PROBE_TIMEOUT)
+    outcome = outcomes.classify(finished, run_dir, PROBE_TIMEOUT)
+    result = outcome.result or {}
+    reason = outcome.reason if outcome.outcome != "ok" else None
+    if outcome.exception_type and reason:
+        reason = f"{outcome.exception_type}: {outcome.exception_message}"
+    info = result.get("info") or {}
+    return {
+        "outcome": outcome.outcome,
+        "parameters": result.get("parameter_count"),
+        "output_shape": result.get("output_shape"),
+        "framework_version": info.get("framework_version"),
+        "python_version": result.get("python_version"),
+        "build": info.get("build"),
+        "cuda_version": info.get("cuda_version"),
+        "reason": reason,
+    }
+
+
+def probe_all(
+    frameworks: Iterable[str],
+    model_names: Iterable[str],
+    classes: int,
+    image_size: int,
+    env_root: str | None,
+    echo: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-models-") as tmp:
+        for framework in frameworks:
+            for model in model_names:
+                row = probe_one(framework, model, classes, image_size, env_root, Path(tmp))
+                if echo:
+                    echo(f"{framework}/{model}: {row['outcome']} {row.get('parameters') or ''}".rstrip())
+                rows.append(row)
+    return rows

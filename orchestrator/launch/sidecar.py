@@ -1,0 +1,93 @@
+"""Start and stop the sidecar sampler (profiler/sampler.py) beside one worker.
+
+The sampler runs from the orchestrator's interpreter, in a session of its own (Ctrl-C in the
+terminal is the orchestrator's to handle) and dies with the orchestrator, like the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.launch.orphans import TOKEN_VARIABLE
+from orchestrator.launch.process import die_with_parent, signals_blocked
+
+PROFILER_PARENT = Path(__file__).resolve().parents[2]
+SAMPLES_FILE = "samples.jsonl"
+# After the worker has gone, the sampler takes its last sample and exits; this is plenty.
+STOP_GRACE_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class SidecarSettings:
+    interval: float
+    memory_budget: int | None = None
+    cpus: str | None = None  # the CPUs the run may use ("0-1"), whose other load is measured
+
+
+class Sidecar:
+    """One sampler process following one worker."""
+
+    def __init__(self, settings: SidecarSettings, run_dir: Path) -> None:
+        self.settings, self.run_dir = settings, run_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "profiler.sampler", "--out", SAMPLES_FILE, "--events", "events.jsonl"]
+        cmd += ["--interval", repr(self.settings.interval)]
+        if self.settings.memory_budget:
+            cmd += ["--memory-budget", str(self.settings.memory_budget)]
+        if self.settings.cpus:
+            cmd += ["--cpus", self.settings.cpus]
+        return cmd
+
+    def launch(self, token: str | None = None) -> None:
+        """Start the sampler before the worker: it imports, then waits for the pid on stdin.
+
+        ``token``: the run's marker, so that whatever ends the run's processes ends the sampler too.
+        """
+        env = dict(os.environ)
+        if token:
+            env[TOKEN_VARIABLE] = token
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROFILER_PARENT), env.get("PYTHONPATH")]))
+        with open(self.run_dir / "sampler.log", "wb") as log, signals_blocked():
+            self.proc = subprocess.Popen(
+                self.command(),
+                cwd=self.run_dir,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
+
+    def start(self, pid: int, t0: float) -> None:
+        """Point the waiting sampler at the worker."""
+        if self.proc is None or self.proc.stdin is None:
+            return
+        try:
+            self.proc.stdin.write(f"{pid} {t0!r}\n".encode())
+            self.proc.stdin.close()
+        except OSError:  # the sampler died during its start-up; the run goes on unwatched
+            pass
+
+    def stop(self) -> None:
+        """Wait for the sampler's last sample, then make sure it is gone."""
+        if self.proc is None:
+            return
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()  # never started: EOF tells it there is nothing to watch
+        try:
+            self.proc.wait(timeout=STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

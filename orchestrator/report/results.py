@@ -1,0 +1,343 @@
+"""Reports over the database: the results table, the crash list, and one run's post-mortem."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+
+from orchestrator.config import samples
+from orchestrator.config.checks import config_from_stored
+from orchestrator.errors import BenchError, DatabaseError
+from orchestrator.report import kernels as kernel_reports
+from orchestrator.report import timeline as timelines
+from orchestrator.report.select import DISTURBANCE_KEYS, DISTURBED_NOTE, disturbed_mark, where_conditions
+from orchestrator.report.timeline import find_run
+from orchestrator.storage.db import Database
+from orchestrator.text.formats import Column, number, render
+from orchestrator.text.terminal import safe, safe_line
+
+
+def pick_sweep(db: Database, sweep_id: int | None) -> dict[str, Any]:
+    query = sa.select(db.sweeps)
+    if sweep_id is None:
+        query = query.order_by(db.sweeps.c.id.desc()).limit(1)
+    else:
+        query = query.where(db.sweeps.c.id == sweep_id)
+    sweep = next(db.rows(query), None)
+    if sweep is None:
+        raise BenchError(f"no sweep {sweep_id}" if sweep_id else "the database has no sweeps yet")
+    return sweep
+
+
+def sweep_heading(sweep: dict[str, Any]) -> str:
+    # One line, whatever the sweep's name holds: a newline in it must not fake a line of the report.
+    return safe_line(
+        f"sweep {sweep['id']} '{sweep['name']}' ({sweep['status']}, started {sweep['started_at']}) "
+        f"on {sweep['machine']}"
+    )
+
+
+def latest_runs(
+    db: Database,
+    sweep_id: int,
+    where: dict[str, frozenset[Any]] | None = None,
+    columns: Iterable[str] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per configuration: its latest attempt in the sweep (a resumed run supersedes);
+    `where` (from `--where`) keeps only the configurations whose fields have those values, and
+    `columns`, where given, are the only ones read (a long sweep's tracebacks weigh)."""
+    runs = db.runs
+    conditions = where_conditions(runs, where or {})
+    latest = (
+        sa.select(sa.func.max(runs.c.id))
+        .where(runs.c.sweep_id == sweep_id, *conditions)
+        .group_by(runs.c.config_hash)
+    )
+    selected = [runs.c[k] for k in sorted(columns)] if columns is not None else [runs]
+    query = sa.select(*selected).where(runs.c.id.in_(latest)).order_by(runs.c.id)
+    return list(db.rows(query))
+
+
+def model_label(row: dict[str, Any]) -> str:
+    return f"fault:{row['fault']}" if row["framework"] == "fault" else row["model"]
+
+
+def _epoch_seconds(row: dict[str, Any]) -> str:
+    median = row.get("median_epoch_seconds")
+    if median is None:
+        return "—"
+    text = number(median)
+    if (row.get("timed_epochs") or 1) > 1 or row.get("repeats", 1) > 1 or row.get("epochs", 1) > 1:
+        text += f" ({number(row['min_epoch_seconds'])}–{number(row['max_epoch_seconds'])})"
+    text += TRACED_MARK if row.get("trace") == "kernels" else ""
+    text += disturbed_mark(row)
+    return text + PACKED_MARK if row.get("packed") else text
+
+
+TRACED_MARK = " *"
+TRACED_NOTE = "* traced (trace: kernels): timings perturbed by the profiler; bench report --kernels"
+PACKED_MARK = " +"
+PACKED_NOTE = (
+    "+ packed (--pack): shared its node with other runs; timings not comparable (docs/distributed.md)"
+)
+
+
+def _ms_per_image(row: dict[str, Any]) -> str:
+    spi = row.get("seconds_per_image")
+    return "—" if spi is None else number(spi * 1000)
+
+
+def _accuracy(row: dict[str, Any]) -> str:
+    acc = row.get("final_val_accuracy")
+    return "—" if acc is None else f"{acc:.3f}"
+
+
+# The run's timing samples and their spread, marked where wide or few (orchestrator/config/samples.py).
+SAMPLE_COLUMNS = [
+    Column("samples", "timed_epochs", samples.count_text),
+    Column("spread", "relative_spread", samples.spread_text),
+]
+RESULT_COLUMNS = [
+    Column("run", "id"),
+    Column("framework", "framework", lambda r: r["framework"]),
+    Column("model", "model", model_label),
+    Column("device", "device", lambda r: r["device"]),
+    Column("batch", "batch_size"),
+    Column("optimizer", "optimizer", lambda r: r["optimizer"]),
+    Column("lr", "lr", lambda r: f"{r['lr']:g}"),
+    Column("threads", "threads", lambda r: str(r["threads"] or "default")),
+    Column("outcome", "outcome", lambda r: r["outcome"]),
+    Column("epoch s (median, min–max)", "median_epoch_seconds", _epoch_seconds),
+    Column("images/s", "images_per_second", lambda r: number(r.get("images_per_second"), 4)),
+    Column("ms/image", "seconds_per_image", _ms_per_image),
+    Column("val acc", "final_val_accuracy", _accuracy),
+    *SAMPLE_COLUMNS,
+]
+
+
+def _what(row: dict[str, Any]) -> str:
+    return "features" if row.get("features") else "logits"
+
+
+# Inference (task: inference) trains nothing: no optimizer, no accuracy; its measure is seconds
+# per 1,000 images (the feature-extraction benchmark's unit), with images/s and ms/image beside it.
+INFERENCE_COLUMNS = [
+    Column("run", "id"),
+    Column("framework", "framework", lambda r: r["framework"]),
+    Column("model", "model", model_label),
+    Column("output", "features", _what),
+    Column("device", "device", lambda r: r["device"]),
+    Column("batch", "batch_size"),
+    Column("threads", "threads", lambda r: str(r["threads"] or "default")),
+    Column("outcome", "outcome", lambda r: r["outcome"]),
+    Column("epoch s (median, min–max)", "median_epoch_seconds", _epoch_seconds),
+    Column("s/1000 images (= ms/image)", "seconds_per_image", _ms_per_image),
+    Column("images/s", "images_per_second", lambda r: number(r.get("images_per_second"), 4)),
+    *SAMPLE_COLUMNS,
+]
+# CSV of a sweep with both: one header, the training columns and what tells inference apart.
+MIXED_COLUMNS = [
+    *RESULT_COLUMNS,
+    Column("task", "task", lambda r: r.get("task") or "train"),
+    INFERENCE_COLUMNS[3],
+]
+
+
+RESULT_KEYS = {c.key for c in RESULT_COLUMNS} - {"relative_spread"} | {
+    "task",
+    "features",
+    "trace",
+    "packed",
+    "fault",
+    "repeats",
+    "epochs",
+    "min_epoch_seconds",
+    "max_epoch_seconds",
+    "steps_per_epoch",
+    "timed_steps",
+    "timed_seconds",
+    "samples_note",
+    *DISTURBANCE_KEYS,
+}
+# CSV has no marks: the disturbance is two fields of its own (JSON carries every column anyway).
+CSV_EXTRA = [
+    Column("disturbed", "disturbed"),
+    Column("other_cpu_percent_mean", "other_cpu_percent_mean"),
+]
+
+
+def _where(row: dict[str, Any]) -> str:
+    phase = row.get("last_phase") or "before start"
+    parts = [] if phase == "epoch" else [phase]
+    if row.get("last_epoch") and phase in ("epoch", "eval", "reset"):
+        parts.append(f"epoch {row['last_epoch']}")
+    if row.get("last_step") is not None:
+        parts.append(f"after step {row['last_step']}")
+    return " ".join(parts)
+
+
+def why(row: dict[str, Any]) -> str:
+    if row.get("exception_type"):
+        return f"{row['exception_type']}: {row.get('exception_message') or ''}".strip()
+    return row.get("reason") or ""
+
+
+CRASH_COLUMNS = [
+    Column("run", "id"),
+    Column("framework", "framework", lambda r: r["framework"]),
+    Column("model", "model", model_label),
+    Column("device", "device", lambda r: r["device"]),
+    Column("batch", "batch_size"),
+    Column("outcome", "outcome", lambda r: r["outcome"]),
+    Column("signal", "signal_name", lambda r: r.get("signal_name") or "—"),
+    Column("where it died", "last_phase", _where),
+    Column("why", "reason", lambda r: why(r)[:120]),
+]
+
+
+CRASH_KEYS = {c.key for c in CRASH_COLUMNS} | {
+    "fault",
+    "last_epoch",
+    "last_step",
+    "exception_type",
+    "exception_message",
+}
+
+
+def results(
+    db: Database,
+    sweep_id: int | None,
+    fmt: str,
+    crashes: bool,
+    where: dict[str, frozenset[Any]] | None = None,
+) -> str:
+    sweep = pick_sweep(db, sweep_id)
+    # JSON carries every column; the other forms read only what their columns show.
+    wanted = None if fmt == "json" else (CRASH_KEYS if crashes else RESULT_KEYS)
+    rows = [samples.mark_run(r) for r in latest_runs(db, sweep["id"], where, wanted)]
+    if crashes:
+        rows = [r for r in rows if r["outcome"] != "ok"]
+        for r in rows:
+            r["where_it_died"] = _where(r)
+    inference = [r for r in rows if r.get("task") == "inference"] if not crashes else []
+    training = [r for r in rows if r.get("task") != "inference"] if not crashes else rows
+    if fmt in ("csv", "json") or not inference:
+        columns = CRASH_COLUMNS if crashes else (MIXED_COLUMNS if inference else RESULT_COLUMNS)
+        columns = columns + CSV_EXTRA if fmt == "csv" and not crashes else columns
+        body = render(rows, columns, fmt, document={"sweep": sweep, "runs": rows})
+    else:  # table and markdown: inference rows in a table of their own, with their units
+        parts = [render(training, RESULT_COLUMNS, fmt)] if training else []
+        parts += ["inference (evaluation mode, no gradients):", render(inference, INFERENCE_COLUMNS, fmt)]
+        body = "\n".join(parts)
+    if fmt != "table":
+        return body
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    head = sweep_heading(sweep)
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no runs"
+    if crashes and not rows:
+        return f"{head}\nevery configuration ended ok"
+    note = f"\n{TRACED_NOTE}" if any(r.get("trace") == "kernels" for r in rows) and not crashes else ""
+    note += f"\n{PACKED_NOTE}" if any(r.get("packed") for r in rows) and not crashes else ""
+    note += "".join(f"\n{n}" for n in samples.mark_notes(rows)) if not crashes else ""
+    disturbed = any(r.get("disturbed") and r["outcome"] == "ok" for r in rows)
+    note += f"\n{DISTURBED_NOTE}" if disturbed and not crashes else ""
+    return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
+
+
+def load_run(db: Database, run_id: int) -> dict[str, Any]:
+    run = {**find_run(db, run_id), "reproduce": db.reproduce_command(run_id)}
+    env = next(db.rows(sa.select(db.environments).where(db.environments.c.run_id == run_id)), {})
+    epochs = list(
+        db.rows(
+            sa.select(db.epochs)
+            .where(db.epochs.c.run_id == run_id)
+            .order_by(db.epochs.c.repeat, db.epochs.c.epoch)
+        )
+    )
+    sweep = pick_sweep(db, run["sweep_id"])
+    return {
+        "run": run,
+        "environment": env,
+        "epochs": epochs,
+        "sweep": sweep,
+        "phases": timelines.phases(db, run_id),
+        "last_samples": timelines.samples(db, run_id, last=timelines.LAST_SAMPLES),
+        "kernels": kernel_reports.run_kernels(db, run_id),
+    }
+
+
+def _field(key: str, value: Any) -> str:
+    # A value is one line, so no field can fake another ("\n  outcome: ok").
+    return f"  {key}: {safe_line(value)}"
+
+
+def _block(text: str, last: int | None = None) -> list[str]:
+    """Multi-line evidence (a traceback, stderr), indented: its newlines kept, everything else
+    escaped before it is split, so no other line or paragraph separator can hide a line."""
+    lines = safe(text).rstrip().split("\n")
+    return ["  " + t for t in (lines[-last:] if last else lines)]
+
+
+def inspect_text(data: dict[str, Any]) -> str:
+    """`bench inspect`: every value read back from the database is outside text, made safe here."""
+    run, env, epochs = data["run"], data["environment"], data["epochs"]
+    name = safe_line(data["sweep"]["name"])
+    lines = [f"run {run['id']} of sweep {run['sweep_id']} ('{name}'): {safe_line(run['outcome'])}"]
+    lines += ["", "configuration:"]
+    try:
+        config = config_from_stored(run["config_json"], "config_json").to_dict()
+        lines += [_field(k, v) for k, v in config.items() if v is not None]
+    except DatabaseError as exc:
+        # A post-mortem still shows the rest of the row; the rerun of such a row is refused.
+        lines.append(f"  (unusable: {safe_line(exc)})")
+    lines += ["", "outcome:", _field("outcome", run["outcome"])]
+    for key in (
+        "reason",
+        "exit_code",
+        "signal_name",
+        "signal_number",
+        "exception_type",
+        "exception_message",
+        "wall_seconds",
+        "started_at",
+        "ended_at",
+        "executor",
+        "node",
+        "packed",
+    ):
+        if run.get(key) is not None:
+            lines.append(_field(key, run[key]))
+    lines.append(_field("last reached", _where(run)))
+    lines += [_field(k, v) for k, v in samples.inspect_fields(run)]
+    if run.get("last_event"):
+        lines.append(_field("last event", run["last_event"]))
+    if epochs:
+        lines += ["", "epochs:"]
+        for e in epochs:
+            lines.append(
+                f"  repeat {e['repeat']} epoch {e['epoch']}: {number(e['seconds'])} s, "
+                f"{number(e['images_per_second'], 4)} images/s, loss {number(e['train_loss'])}, "
+                f"val acc {number(e['val_accuracy'])}"
+                + (f", GPU {number(e['gpu_joules'])} J" if e.get("gpu_joules") is not None else "")
+                + (" (extra: for min_time/min_steps, not evaluated)" if e.get("extra") else "")
+            )
+    # Each of these is one line quoting the database (a phase, a sampler status, a kernel's name).
+    lines += map(safe_line, timelines.resource_lines(run, data["phases"], data["last_samples"]))
+    lines += map(safe_line, kernel_reports.inspect_lines(run, data.get("kernels", [])))
+    if run.get("traceback"):
+        lines += ["", "traceback:", *_block(run["traceback"])]
+    if run.get("stderr_tail"):
+        lines += ["", "stderr (last lines):", *_block(run["stderr_tail"], last=30)]
+    lines += ["", "environment:"]
+    lines += [_field(k, v) for k, v in env.items() if k != "run_id" and v not in (None, "null", "{}")]
+    lines += ["", f"logs: {safe_line(run['run_dir'])} (spec.json, events.jsonl, stdout.log, stderr.log)"]
+    lines += [
+        "reproduce:",
+        f"  {safe_line(run['reproduce'])}",
+        f"  worker, as recorded: {safe_line(run['worker_command'])}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,180 @@
+"""`bench report --table batch|inference`: throughput tables, one row per configuration.
+
+`batch`: images/s and ms/image against batch size, and where each group ran out of memory.
+`inference`: the runs of `task: inference`, in seconds per 1,000 images (the feature-extraction
+benchmark's unit; numerically ms/image) and images/s. See docs/reports.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from orchestrator.config import samples
+from orchestrator.report.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
+from orchestrator.report.tables import (
+    Table,
+    key_columns,
+    keys_of,
+    load,
+    new_table,
+    record_of,
+    sample_columns,
+    sorting,
+    throughput,
+    with_range,
+)
+from orchestrator.storage.db import Database
+from orchestrator.text.formats import Column
+
+
+def batch(db: Database, sel: Selection) -> Table:
+    """One row per configuration, grouped by everything but the batch size, ascending batch."""
+    rows, machines, notes = load(sel, db, task=None)
+    title = (
+        "throughput by batch size: from the median time per image over timed epochs (min–max); "
+        "×: images/s against the group's smallest batch that ran ok"
+    )
+    table = new_table("batch", title, sel, machines, notes)
+    keys = keys_of(rows, ("framework", "model", "device", "threads"), ("batch_size",))
+    rows.sort(key=lambda r: sort_key(r, sorting([*keys, "batch_size"])))
+    for r in rows:
+        throughput(r)
+    _speedups(rows, keys)
+    table.notes += _walls(rows, keys)
+    table.rows = rows
+    table.columns = key_columns(keys) + [
+        Column("batch", "batch_size"),
+        Column("outcome", "outcome", lambda r: r["outcome"]),
+        Column("images/s (median, min–max)", "images_per_second_median", _ips_cell),
+        Column("ms/image (median, min–max)", "seconds_per_image_median", _ms_cell),
+        Column("images/s vs smallest batch", "speedup_vs_smallest_batch", _speedup_cell),
+        Column("runs", "runs"),
+        *sample_columns(),
+    ]
+    table.record_keys = [*keys, "batch_size", *BATCH_KEYS]
+    table.records = [record_of(r, table.record_keys) for r in rows]
+    table.notes += samples.mark_notes(rows)
+    return table
+
+
+BATCH_KEYS = [
+    "outcome",
+    "runs",
+    "ok_runs",
+    "images_per_epoch",
+    "images_per_second_median",
+    "images_per_second_min",
+    "images_per_second_max",
+    "seconds_per_image_median",
+    "seconds_per_image_min",
+    "seconds_per_image_max",
+    "speedup_vs_smallest_batch",
+    "memory_wall_batch",
+    *samples.SAMPLE_KEYS,
+    *DISTURBANCE_KEYS,
+    "config_hash",
+]
+
+
+def _walls(rows: list[dict[str, Any]], keys: Sequence[str]) -> list[str]:
+    """Where each group first ran out of memory (its smallest batch with an oom): a note per group,
+    and `memory_wall_batch` on each of its rows (None where it never did)."""
+    walls: dict[tuple[Any, ...], int] = {}
+    for r in rows:  # ascending batch size within each group
+        group = tuple(r[k] for k in keys)
+        if "oom" in r["outcome"].split("/") and group not in walls:
+            walls[group] = r["batch_size"]
+    for r in rows:
+        r["memory_wall_batch"] = walls.get(tuple(r[k] for k in keys))
+    return [
+        f"memory wall: {', '.join(f'{k}={v}' for k, v in zip(keys, group, strict=True))} "
+        f"ran out of memory at batch {batch}"
+        for group, batch in walls.items()
+    ]
+
+
+def _speedups(rows: list[dict[str, Any]], keys: Sequence[str]) -> None:
+    base: dict[tuple[Any, ...], float] = {}
+    for r in rows:  # ascending batch size within each group
+        group = tuple(r[k] for k in keys)
+        ips = r["images_per_second_median"]
+        if ips and group not in base:
+            base[group] = ips
+        r["speedup_vs_smallest_batch"] = ips / base[group] if ips and group in base else None
+
+
+def _ips_cell(r: dict[str, Any]) -> str:
+    ips = with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])
+    return ips + disturbed_mark(r) if r["images_per_second_median"] is not None else ips
+
+
+def _ms_cell(r: dict[str, Any]) -> str:
+    spi = ("seconds_per_image_median", "seconds_per_image_min", "seconds_per_image_max")
+    median, low, high = (r[k] for k in spi)
+    return with_range(median, low, high, scale=1000) + (disturbed_mark(r) if median is not None else "")
+
+
+def _speedup_cell(r: dict[str, Any]) -> str:
+    value = r["speedup_vs_smallest_batch"]
+    return "—" if value is None else f"×{value:.2f}"
+
+
+# --- inference: seconds per 1,000 images -------------------------------------------------------
+
+
+def inference(db: Database, sel: Selection) -> Table:
+    """One row per inference configuration: s/1000 images and images/s, median (min–max)."""
+    rows, machines, notes = load(sel, db, task="inference")
+    title = (
+        "inference (evaluation mode, no gradients): seconds per 1,000 images (= ms/image) and images/s, "
+        "median over timed epochs (min–max); output: logits, or the pooled features (features: true)"
+    )
+    table = new_table("inference", title, sel, machines, notes)
+    keys = keys_of(rows, ("framework", "model", "features", "device", "threads"), ("batch_size",))
+    rows.sort(key=lambda r: sort_key(r, sorting([*keys, "batch_size"])))
+    for r in rows:
+        throughput(r)
+        r["seconds_per_1000_images_median"] = _per_1000(r["seconds_per_image_median"])
+        r["seconds_per_1000_images_min"] = _per_1000(r["seconds_per_image_min"])
+        r["seconds_per_1000_images_max"] = _per_1000(r["seconds_per_image_max"])
+    table.rows = rows
+    table.columns = key_columns(keys) + [
+        Column("batch", "batch_size"),
+        Column("outcome", "outcome", lambda r: r["outcome"]),
+        Column("s/1000 images (median, min–max)", "seconds_per_1000_images_median", _s1000_cell),
+        Column("images/s (median, min–max)", "images_per_second_median", _ips_cell),
+        Column("runs", "runs"),
+        *sample_columns(),
+    ]
+    table.record_keys = [*keys, "batch_size", *INFERENCE_KEYS]
+    table.records = [record_of(r, table.record_keys) for r in rows]
+    table.notes += samples.mark_notes(rows)
+    return table
+
+
+INFERENCE_KEYS = [
+    "outcome",
+    "runs",
+    "ok_runs",
+    "images_per_epoch",
+    "seconds_per_1000_images_median",
+    "seconds_per_1000_images_min",
+    "seconds_per_1000_images_max",
+    "images_per_second_median",
+    "images_per_second_min",
+    "images_per_second_max",
+    *samples.SAMPLE_KEYS,
+    *DISTURBANCE_KEYS,
+    "config_hash",
+]
+
+
+def _per_1000(seconds_per_image: float | None) -> float | None:
+    return None if seconds_per_image is None else 1000 * seconds_per_image
+
+
+def _s1000_cell(r: dict[str, Any]) -> str:
+    keys = ("seconds_per_1000_images_median", "seconds_per_1000_images_min", "seconds_per_1000_images_max")
+    median, low, high = (r[k] for k in keys)
+    return with_range(median, low, high) + (disturbed_mark(r) if median is not None else "")

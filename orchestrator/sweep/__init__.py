@@ -1,0 +1,1 @@
+"""sweep: TODO map."""

@@ -1,0 +1,209 @@
+"""Write sweeps and runs to the database. A run is one transaction, committed as it ends."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from orchestrator import __version__
+from orchestrator.config import samples
+from orchestrator.launch import tracing
+from orchestrator.launch.execute import RunRecord, now, summarise, where_it_died
+from orchestrator.launch.outcomes import EPOCH_COLUMNS, bounded
+from orchestrator.provision import hostinfo
+from orchestrator.storage.db import Database, hide_passwords
+from profiler import energy
+from profiler import kernels as kernel_classes
+from profiler import timeline as timelines
+
+INT64 = (-(1 << 63), (1 << 63) - 1)  # what an INTEGER column holds (SQLite, PostgreSQL's BIGINT)
+# Config fields whose column has another name (the evidence has an exit_code too).
+COLUMN_FOR_FIELD = {"exit_code": "exit_code_setting"}
+
+
+def start_sweep(
+    db: Database, name: str, kind: str, total: int, matrix_path: str | None, matrix_hash: str | None
+) -> int:
+    info = hostinfo.machine()
+    row = {
+        "name": name,
+        "kind": kind,
+        "matrix_path": matrix_path,
+        "matrix_hash": matrix_hash,
+        "started_at": now(),
+        "status": "running",
+        "total_configs": total,
+        "host": info["hostname"],
+        "machine": hostinfo.fingerprint(info),
+        "bench_version": __version__,
+        "git_commit": hostinfo.git_commit(),
+        "command": hide_passwords(shlex.join(["bench", *sys.argv[1:]])),
+    }
+    with db.begin() as conn:
+        return db.insert(conn, db.sweeps, row)
+
+
+def reopen_sweep(db: Database, sweep_id: int, total: int) -> None:
+    with db.begin() as conn:
+        conn.execute(
+            sa.update(db.sweeps)
+            .where(db.sweeps.c.id == sweep_id)
+            .values(status="running", ended_at=None, total_configs=total)
+        )
+
+
+def end_sweep(db: Database, sweep_id: int, status: str) -> None:
+    with db.begin() as conn:
+        conn.execute(
+            sa.update(db.sweeps).where(db.sweeps.c.id == sweep_id).values(status=status, ended_at=now())
+        )
+
+
+def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
+    row: dict[str, Any] = {COLUMN_FOR_FIELD.get(k, k): v for k, v in rec.config.to_dict().items()}
+    out = rec.outcome
+    result = out.result or {}
+    row.update(
+        sweep_id=sweep_id,
+        config_hash=rec.config.config_hash,
+        config_json=json.dumps(rec.config.to_dict(), sort_keys=True),
+        outcome=out.outcome,
+        reason=out.reason,
+        exit_code=out.exit_code,
+        signal_number=out.signal_number,
+        signal_name=out.signal_name,
+        exception_type=out.exception_type,
+        exception_message=out.exception_message,
+        traceback=out.traceback,
+        stderr_tail=rec.stderr_tail,
+        last_event=json.dumps(rec.events[-1], sort_keys=True) if rec.events else None,
+        started_at=rec.started_at,
+        ended_at=rec.ended_at,
+        wall_seconds=rec.wall_seconds,
+        parameter_count=result.get("parameter_count") or _event_field(rec, "built", "parameter_count"),
+        run_dir=str(rec.run_dir),
+        worker_command=rec.worker_command,
+        reproduce="",  # needs the run id; set after insert
+        executor=rec.executor,
+        node=rec.node,
+        machine=hostinfo.fingerprint(rec.host or hostinfo.machine()),
+        packed=int(rec.packed),
+    )
+    row.update(where_it_died(rec.events))
+    row.update(summarise(rec.epochs))
+    # After the configuration's own columns: the min_time and min_steps the run used, resolved.
+    row.update(samples.run_settings(rec.config, row, result.get("samples_stopped_by")))
+    row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
+    row.update(tracing.summary(rec.config, rec.trace, out.outcome))
+    row.update({k: v for k, v in _energy(rec).items() if k != "epoch_joules"})
+    return row
+
+
+def _energy(rec: RunRecord) -> dict[str, Any]:
+    return energy.summary(rec.timeline, rec.epochs, sampled=rec.config.sample_interval != 0)
+
+
+def _event_field(rec: RunRecord, event: str, key: str) -> Any:
+    for e in reversed(rec.events):
+        if e.get("event") == event:
+            return e.get(key)
+    return None
+
+
+def _environment_row(run_id: int, rec: RunRecord) -> dict[str, Any]:
+    result = rec.outcome.result or {}
+    info: dict[str, Any] = result.get("info") or next(
+        (e for e in reversed(rec.events) if e.get("event") == "setup"), {}
+    )
+    start = next((e for e in rec.events if e.get("event") == "start"), {})
+    host = rec.host or hostinfo.machine()  # a Ray run: the node's, as the node saw itself
+    known = {"framework_version", "threads", "cuda_version", "event", "t"}
+    return {
+        "run_id": run_id,
+        "framework_version": info.get("framework_version"),
+        "python_version": result.get("python_version") or start.get("python"),
+        "python_executable": result.get("python_executable") or start.get("executable"),
+        "platform": host["platform"],
+        "hostname": host["hostname"],
+        "cpu_model": host["cpu_model"],
+        "cpu_count": host["cpu_count"],
+        "memory_bytes": host["memory_bytes"],
+        "gpu_name": host["gpu_name"],
+        "gpu_driver": host["gpu_driver"],
+        "cuda_version": info.get("cuda_version"),
+        "thread_env": json.dumps(rec.thread_env, sort_keys=True),
+        "threads_applied": json.dumps(info.get("threads"), sort_keys=True),
+        "bench_commit": hostinfo.git_commit(),
+        "extra": json.dumps(_extra(info, result, known), sort_keys=True),
+    }
+
+
+def _extra(info: dict[str, Any], result: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    """What the worker reported beyond the named columns; device_memory is the framework's own
+    account of device memory (torch.cuda's peaks), set beside NVML's in docs/gpu.md."""
+    extra = {k: v for k, v in info.items() if k not in known}
+    if result.get("device_memory"):
+        extra["device_memory"] = result["device_memory"]
+    return extra
+
+
+def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
+    joules = _energy(rec)["epoch_joules"]
+    return [
+        {"run_id": run_id, **{k: e.get(k) for k in EPOCH_COLUMNS}, "gpu_joules": j}
+        for e, j in zip(rec.epochs, joules, strict=True)
+    ]
+
+
+def fit(table: sa.Table, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row with each value as its column stores it: text bounded (outcomes.bounded), numbers
+    only where they are numbers. What a worker wrote is outside input, and a value of another type
+    would otherwise be stored as it came (SQLite keeps it) and break every report that reads it."""
+    return {key: _fit_value(table.c[key].type, value) for key, value in row.items()}
+
+
+def _fit_value(kind: sa.types.TypeEngine, value: Any) -> Any:
+    if value is None:
+        return None
+    kind = getattr(kind, "impl_instance", kind)  # PostgreSQL's integers take booleans (postgres.py)
+    if isinstance(kind, sa.Integer):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        ok = isinstance(value, int) and INT64[0] <= value <= INT64[1]
+        return int(value) if ok else None
+    if isinstance(kind, sa.Float):
+        ok = isinstance(value, (int, float)) and abs(value) < 1e308  # False for nan: never stored
+        return float(value) if ok else None
+    return bounded(value)
+
+
+def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
+    """Insert the run, its epochs, environment, samples and kernels in one transaction; return its id.
+
+    The worker's parts (outcome evidence, result fields, epochs, trace names) go through ``fit``;
+    samples and phases are the orchestrator's own profiler's numbers.
+    """
+    with db.begin() as conn:
+        run_id = db.insert(conn, db.runs, fit(db.runs, _run_row(sweep_id, rec)))
+        conn.execute(
+            sa.update(db.runs).where(db.runs.c.id == run_id).values(reproduce=db.reproduce_command(run_id))
+        )
+        rows = [fit(db.epochs, row) for row in _epoch_rows(run_id, rec)]
+        if rows:
+            conn.execute(db.epochs.insert(), rows)
+        db.insert(conn, db.environments, fit(db.environments, _environment_row(run_id, rec)))
+        samples = timelines.sample_rows(rec.timeline, rec.cpus_allowed)
+        if samples:
+            conn.execute(db.samples.insert(), [{"run_id": run_id, **r} for r in samples])
+        phases = timelines.phases(rec.timeline, rec.cpus_allowed)
+        if phases:
+            conn.execute(db.phases.insert(), [{"run_id": run_id, **r} for r in phases])
+        kernels = kernel_classes.rows(tracing.records(rec.trace))
+        if kernels:
+            conn.execute(db.kernels.insert(), [fit(db.kernels, {"run_id": run_id, **r}) for r in kernels])
+    return run_id

@@ -1,0 +1,274 @@
+"""Run a list of configurations one after another, recording each the moment it ends."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import deque
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from orchestrator.config import samples
+from orchestrator.config.checks import config_from_stored
+from orchestrator.config.run_config import RunConfig
+from orchestrator.executors.local import Executor, Job, LocalExecutor
+from orchestrator.launch.execute import RunRecord, now, run_dir_for
+from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME, Outcome
+from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
+from orchestrator.storage.db import Database
+from orchestrator.sweep import liveruns
+from orchestrator.sweep import recording as record
+from orchestrator.sweep.progress import Progress
+from profiler import timeline as timelines
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepResult:
+    sweep_id: int
+    outcomes: dict[int, str] = field(default_factory=dict)  # run id -> outcome
+    skipped: int = 0
+    interrupted: bool = False
+
+
+def finished_hashes(db: Database, sweep_id: int, backstop: bool = True) -> set[str]:
+    """Configurations of a sweep that already have a finished run (not interrupted, no cluster fault).
+
+    Without the backstop, a configuration the backstop skipped is not finished: it runs.
+    """
+    runs = db.runs
+    unfinished = [*RUN_AGAIN_ON_RESUME] if backstop else [*RUN_AGAIN_ON_RESUME, "skipped"]
+    query = sa.select(runs.c.config_hash).where(
+        runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(unfinished)
+    )
+    return {row["config_hash"] for row in db.rows(query)}
+
+
+def wall_key(config: RunConfig) -> str:
+    """What a configuration is apart from its batch size: runs sharing it hit the same memory wall."""
+    settings = {k: v for k, v in config.to_dict().items() if k != "batch_size"}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def walls_of(db: Database, sweep_id: int) -> dict[str, int]:
+    """The smallest batch at which each configuration ran out of memory in a sweep (for --resume)."""
+    runs = db.runs
+    query = sa.select(runs.c.id, runs.c.config_json).where(
+        runs.c.sweep_id == sweep_id, runs.c.outcome == "oom"
+    )
+    walls: dict[str, int] = {}
+    for row in db.rows(query):
+        where = f"{db.where}: run {row['id']}: config_json"
+        _hit_wall(walls, config_from_stored(row["config_json"], where))
+    return walls
+
+
+def _hit_wall(walls: dict[str, int], config: RunConfig) -> None:
+    key = wall_key(config)
+    walls[key] = min(walls.get(key, config.batch_size), config.batch_size)
+
+
+def skipped_record(config: RunConfig, run_dir: Path, wall: int) -> RunRecord:
+    """The record of a configuration the backstop did not run: it would run out of memory too."""
+    run_dir.mkdir(parents=True)
+    started = now()
+    reason = f"oom at batch {wall}"
+    return RunRecord(
+        config=config,
+        outcome=Outcome("skipped", reason=reason),
+        run_dir=run_dir,
+        started_at=started,
+        ended_at=started,
+        wall_seconds=0.0,
+        worker_command=f"(not run: {reason}; bench run --no-backstop runs it)",
+    )
+
+
+def latest_sweep(db: Database, name: str) -> dict | None:
+    sweeps = db.sweeps
+    query = (
+        sa.select(sweeps)
+        .where(sweeps.c.name == name, sweeps.c.kind == "matrix")
+        .order_by(sweeps.c.id.desc())
+        .limit(1)
+    )
+    return next(db.rows(query), None)
+
+
+def run_configs(
+    db: Database,
+    sweep_id: int,
+    configs: Sequence[RunConfig],
+    runs_root: Path,
+    env_root: str | None,
+    progress: Progress,
+    first_index: int = 1,
+    data_files: Mapping[str, Path] | None = None,
+    executor: Executor | None = None,
+    walls: dict[str, int] | None = None,
+    retry_disturbed: int = 0,
+) -> SweepResult:
+    """Run each configuration and record it as it ends; Ctrl-C or a stop signal (SIGTERM, SIGHUP,
+    ...: orchestrator/launch/process.py) stops the sweep, and what was running is recorded `interrupted`.
+    Local by default; any executor, one way to record.
+
+    With ``walls`` (the backstop; {} to start a sweep), a configuration that ran out of memory at
+    batch b makes the same configuration at a larger batch `skipped`, not run; None turns it off.
+    A job an executor took before the wall was known (Ray runs several at once) still runs.
+
+    With ``retry_disturbed`` N, a run flagged disturbed (profiler/disturbance.py) is run again, up
+    to N more times, each attempt its own row (reports take a configuration's latest attempt).
+
+    First, what benches that were killed left in flight is ended and recorded (liveruns.py).
+    """
+    executor = executor or LocalExecutor(env_root)
+    result = SweepResult(sweep_id)
+    with stop_signals_interrupt():
+        folder = liveruns.state_dir()
+        ledger = liveruns.Ledger(db, sweep_id, folder)
+        status, stopped = "interrupted", "the sweep was interrupted (Ctrl-C)"
+        root = runs_root / f"sweep-{sweep_id}"
+        retries: deque[Job] = deque()
+        jobs = _with_retries(
+            (
+                Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
+                for index, config in enumerate(configs, start=first_index)
+            ),
+            retries,
+        )
+        # Only the local executor's runs are on this machine: a Ray task's are the reaper's.
+        sink = _Sink(db, sweep_id, progress, result, walls, ledger if executor.name == "local" else None)
+        sink.retry = _Retry(retry_disturbed, retries, data_files or {})
+        runs = executor.run(sink.backstopped(jobs), progress)
+        try:
+            try:
+                liveruns.reap_stale(db, sweep_id, folder)
+                sink.record_all(runs)
+            except KeyboardInterrupt as exc:
+                # Here, not in the executor: while a run was being recorded, or between runs. The
+                # executor is told, stops what it still runs and yields those runs as interrupted.
+                result.interrupted = True
+                stopped = f"the sweep was interrupted ({interrupt_name(exc)})"
+                sink.record_all(_stopped(runs))
+            status = "interrupted" if result.interrupted else "finished"
+        except KeyboardInterrupt:  # a second one while the stopped runs were recorded
+            result.interrupted = True
+        except Exception as exc:  # the database went away, a bug: the unrecorded run says which
+            stopped = f"the sweep stopped on an error ({type(exc).__name__}: {str(exc)[:300]})"
+            raise
+        finally:
+            runs.close()  # an executor stops whatever it still runs
+            ledger.close(f"{stopped} before this run was recorded")
+            record.end_sweep(db, sweep_id, status)
+    return result
+
+
+@dataclass
+class _Sink:
+    """Where every run's record goes, whoever ran it; the backstop's walls move as oom runs land."""
+
+    db: Database
+    sweep_id: int
+    progress: Progress
+    result: SweepResult
+    walls: dict[str, int] | None
+    ledger: liveruns.Ledger | None = None
+    retry: _Retry | None = None
+
+    def record_all(self, runs: Iterator[RunRecord]) -> None:
+        for rec in runs:
+            self.record(rec)
+
+    def record(self, rec: RunRecord) -> None:
+        run_id = record.record_run(self.db, self.sweep_id, rec)
+        if self.ledger is not None:
+            self.ledger.done(rec.run_dir)
+        self.result.outcomes[run_id] = rec.outcome.outcome
+        disturbed = rec.outcome.outcome == "ok" and timelines.disturbed(rec.timeline)
+        detail = (_detail(rec.outcome) or _samples(rec)) + (
+            " (disturbed: other load on its CPUs)" if disturbed else ""
+        )
+        self.progress.end(rec.outcome.outcome, run_id, detail, rec.run_dir)
+        if disturbed and self.retry is not None:
+            self.retry.again(rec, self.progress)
+        if rec.outcome.outcome == "interrupted":
+            self.result.interrupted = True
+        if self.walls is not None and rec.outcome.outcome == "oom":
+            _hit_wall(self.walls, rec.config)
+
+    def backstopped(self, jobs: Iterator[Job]) -> Iterator[Job]:
+        """The jobs, less those past their configuration's wall: those are recorded skipped here,
+        as the executor asks for its next job (in the driver, between the records it yields)."""
+        for job in jobs:
+            wall = self.walls.get(wall_key(job.config)) if self.walls is not None else None
+            if wall is not None and job.config.batch_size > wall:
+                self.progress.begin(job.config, job.run_dir)
+                self.record(skipped_record(job.config, job.run_dir, wall))
+                continue
+            yield self.ledger.open(job) if self.ledger is not None else job
+
+
+@dataclass
+class _Retry:
+    """--retry-disturbed: each configuration's attempts so far, and the queue of those to run again."""
+
+    most: int
+    queue: deque[Job]
+    data_files: Mapping[str, Path]
+    attempts: dict[str, int] = field(default_factory=dict)
+
+    def again(self, rec: RunRecord, progress: Progress) -> None:
+        done = self.attempts.get(rec.config.config_hash, 0)
+        if done >= self.most:
+            if self.most:
+                progress.note(
+                    f"{rec.config.label()}: still disturbed after {done} retries (--retry-disturbed)"
+                )
+            return
+        self.attempts[rec.config.config_hash] = done + 1
+        run_dir = rec.run_dir.with_name(f"{rec.run_dir.name}-retry{done + 1}")
+        self.queue.append(Job(rec.config, run_dir, self.data_files.get(rec.config.config_hash)))
+        progress.total += 1
+        progress.note(f"{rec.config.label()}: disturbed; running it again ({done + 1} of {self.most})")
+
+
+def _with_retries(jobs: Iterator[Job], retries: deque[Job]) -> Iterator[Job]:
+    """The jobs, each followed by its retries as the sink queues them (it records a run before the
+    executor asks for the next job)."""
+    for job in jobs:
+        yield job
+        while retries:
+            yield retries.popleft()
+    while retries:
+        yield retries.popleft()
+
+
+def _stopped(runs: Generator[RunRecord, None, None]) -> Iterator[RunRecord]:
+    """What an executor yields once interrupted: the runs it stopped (none for the local one,
+    which was between runs)."""
+    try:
+        rec = runs.throw(KeyboardInterrupt())
+    except (KeyboardInterrupt, StopIteration):
+        return
+    yield rec
+    yield from runs
+
+
+def _samples(rec: RunRecord) -> str:
+    """`: fewer samples: 4 timed steps in 0.8 s: ...` where an ok run stopped short of its aim."""
+    if rec.outcome.outcome != "ok":
+        return ""
+    stopped = (rec.outcome.result or {}).get("samples_stopped_by")
+    note = samples.run_settings(rec.config, samples.run_summary(rec.epochs), stopped)["samples_note"]
+    return f": fewer samples: {note}" if note else ""
+
+
+def _detail(outcome) -> str:
+    if outcome.outcome == "ok":
+        return ""
+    return f": {outcome.reason}" if outcome.reason else ""
