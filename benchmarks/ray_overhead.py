@@ -33,7 +33,8 @@ from ray.cluster_utils import Cluster
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrator.config.run_config import RunConfig  # noqa: E402
-from orchestrator.executors.local import Executor, LocalExecutor  # noqa: E402
+from orchestrator.executors.base import Executor  # noqa: E402
+from orchestrator.executors.local import LocalExecutor  # noqa: E402
 from orchestrator.executors.ray_cluster import RayExecutor  # noqa: E402
 from orchestrator.storage.db import Database  # noqa: E402
 from orchestrator.sweep import recording as record  # noqa: E402

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator.cli.options import echo
 from orchestrator.sweep.progress import Progress
 from orchestrator.text import terminal
 from orchestrator.text.formats import Column, csv_cell, render
@@ -410,9 +411,9 @@ def test_bench_env_list_quotes_a_registered_path_escaped(tmp_path):
 
 def test_terminal_echo_escapes_whatever_it_is_handed(capsys):
     """The last line of defence: text a command forgot to escape is escaped on its way out."""
-    terminal.echo(f"a{OSC_TITLE}\n\tb\u202e")
-    terminal.echo(f"# <h1>{CLEAR}</h1>", markdown=True)
-    terminal.echo(f"x{OSC_LINK}", err=True)
+    echo(f"a{OSC_TITLE}\n\tb\u202e")
+    echo(f"# <h1>{CLEAR}</h1>", markdown=True)
+    echo(f"x{OSC_LINK}", err=True)
     out, err = capsys.readouterr()
     assert out == "a\\x1b]0;pwned\\x07\n\tb\\u202e\n# &lt;h1&gt;\\x1b[2J&lt;/h1&gt;\n"
     assert err == "x" + safe(OSC_LINK) + "\n" and "\x1b" not in err

@@ -1,1 +1,13 @@
-"""cli: TODO map."""
+"""cli: the `bench` command; the only package that imports click.
+
+    main.py              the group, and run, rerun, report, inspect, timeline
+    options.py           options shared by every command, echo, and the error boundary
+                         (BenchGroup: a BenchError is one line and exit 1)
+    executor_options.py  --executor and its options, the executor they make
+    env.py               bench env (setup, use, forget, list) and bench models
+    train.py             bench train: one configuration from the command line
+    hint.py              the command that finishes an interrupted one
+    dry_run.py           --dry-run's table of the settings in which configurations differ
+
+May import every package: it is the top.
+"""

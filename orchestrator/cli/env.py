@@ -9,12 +9,12 @@ from typing import Any
 
 import click
 
-from orchestrator.cli.options import FieldType, env_dir_option
+from orchestrator.cli.options import FieldType, echo, env_dir_option
 from orchestrator.config.field_docs import allowed
 from orchestrator.config.run_config import FRAMEWORKS
 from orchestrator.errors import ConfigError
 from orchestrator.provision import envs
-from orchestrator.text.terminal import echo, safe_line
+from orchestrator.text.terminal import safe_line
 from workers.models import check_image_size
 
 
@@ -214,9 +214,10 @@ def env_use(framework: str, python: str, env_dir: str | None) -> None:
       bench env use pytorch --python /opt/conda/envs/torch/bin/python
       bench env use tensorflow --python "$(command -v python3)"
     """
+    from orchestrator.launch import probe
     from orchestrator.provision import external_env
 
-    entry = external_env.check(framework, python)
+    entry = external_env.check(framework, python, probe.probe_with)
     envs.register(framework, entry, env_dir)
     # What the interpreter said of itself is its text, not bench's.
     echo(safe_line(f"{framework}: uses {entry['python']} ({external_env.describe(entry)})"))

@@ -7,8 +7,9 @@ from typing import Any
 import click
 
 from orchestrator.errors import ConfigError
+from orchestrator.executors.base import EXECUTORS, Executor
 from orchestrator.executors.idle import MAX_WAIT_SECONDS
-from orchestrator.executors.local import EXECUTORS, Executor, LocalExecutor
+from orchestrator.executors.local import LocalExecutor
 
 MAX_RETRIES = 100
 

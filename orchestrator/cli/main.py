@@ -14,7 +14,15 @@ import click
 
 from orchestrator.cli.executor_options import check_disturbance_options, executor_options, make_executor
 from orchestrator.cli.hint import hint
-from orchestrator.cli.options import BenchGroup, IdType, db_option, env_dir_option, prepare_data, runs_root
+from orchestrator.cli.options import (
+    BenchGroup,
+    IdType,
+    db_option,
+    echo,
+    env_dir_option,
+    prepare_data,
+    runs_root,
+)
 from orchestrator.config import matrix
 from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import RunConfig
@@ -30,7 +38,7 @@ from orchestrator.sweep.eta import History
 from orchestrator.sweep.progress import Progress
 from orchestrator.sweep.run import SweepResult, finished_hashes, latest_sweep, run_configs, walls_of
 from orchestrator.text.formats import FORMATS
-from orchestrator.text.terminal import SafeFormatter, echo
+from orchestrator.text.terminal import SafeFormatter
 
 EXIT_INTERRUPTED = 130
 

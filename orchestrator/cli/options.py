@@ -15,7 +15,7 @@ from orchestrator.config.filters import parse_id, parse_value
 from orchestrator.config.run_config import SQLITE_INT_MAX, RunConfig
 from orchestrator.errors import BenchError, ConfigError
 from orchestrator.storage.db import DEFAULT_URL, normalise_url
-from orchestrator.text.terminal import safe_line
+from orchestrator.text.terminal import markdown_text, safe, safe_line
 
 # Exceptions that already mean something to click or to the user: a usage error (exit 2), --help
 # and --version (click's Exit), Ctrl-C (click's Abort), sys.exit. A broken pipe (`bench report |
@@ -167,3 +167,9 @@ def prepare_data(configs: list[RunConfig]) -> dict[str, Path]:
     from orchestrator.provision import datasets
 
     return datasets.prepare_all(configs)
+
+
+def echo(text: object = "", err: bool = False, markdown: bool = False) -> None:
+    """click.echo for every line the CLI prints: the text made safe on its way out
+    (orchestrator/text/terminal.py)."""
+    click.echo(markdown_text(text) if markdown else safe(text), err=err)

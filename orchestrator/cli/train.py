@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from orchestrator.cli.hint import hint
-from orchestrator.cli.options import db_option, env_dir_option, prepare_data, runs_root
+from orchestrator.cli.options import db_option, echo, env_dir_option, prepare_data, runs_root
 from orchestrator.config.field_docs import field_help
 from orchestrator.config.filters import parse_value
 from orchestrator.config.matrix import LIST_FIELDS
@@ -29,7 +29,7 @@ from orchestrator.sweep.eta import History
 from orchestrator.sweep.progress import Progress
 from orchestrator.sweep.run import run_configs
 from orchestrator.text.formats import number
-from orchestrator.text.terminal import echo, safe_line
+from orchestrator.text.terminal import safe_line
 from workers.models import check_image_size
 
 

@@ -1,1 +1,11 @@
-"""executors: TODO map."""
+"""executors: where runs happen, behind one small interface.
+
+    base.py         Job (one configuration and its folder), Executor (yields each job's RunRecord as
+                    it ends), ProgressSink (what an executor tells the sweep's progress)
+    local.py        one run at a time on this machine (idle.py: --wait-idle first)
+    ray_cluster.py  each run one Ray task on a cluster's nodes (docs/distributed.md); ray_task.py is the
+                    task's body, reaper.py ends a run's processes if the task dies
+
+May import: text, config, provision, launch. Never the database: executors hand records back,
+the sweep writes them.
+"""

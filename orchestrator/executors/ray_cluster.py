@@ -14,18 +14,17 @@ import re
 import socket
 import time
 from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from orchestrator.config.run_config import RunConfig, cpu_set
 from orchestrator.errors import BenchError, ConfigError
 from orchestrator.executors import ray_task
-from orchestrator.executors.local import Job
+from orchestrator.executors.base import Job, ProgressSink
 from orchestrator.launch import outcomes
 from orchestrator.launch.execute import RunRecord, gather, now
 from orchestrator.launch.sidecar import SAMPLES_FILE
-from orchestrator.sweep.progress import Progress
 from profiler import timeline as timelines
 
 SLOT = "bench_slot"  # one per node: one run at a time there, unless --pack
@@ -179,7 +178,7 @@ class RayExecutor:
 
     # --- the sweep --------------------------------------------------------------------------
 
-    def run(self, jobs: Iterable[Job], progress: Progress) -> Generator[RunRecord, None, None]:
+    def run(self, jobs: Iterable[Job], progress: ProgressSink) -> Generator[RunRecord, None, None]:
         pending = iter(jobs)
         flights: dict[Any, Flight] = {}
         more = True
@@ -195,7 +194,9 @@ class RayExecutor:
                         yield self._unschedulable(Flight(job, need), progress)
                         continue
                     options = task_options(need)
-                    ref = self.task.options(**options).remote(job, self.env_root, self.pack, self.queue)
+                    ref = self.task.options(**options).remote(
+                        replace(job, on_worker_start=None), self.env_root, self.pack, self.queue
+                    )
                     flights[ref] = Flight(job, need)
                 if not flights:
                     return
@@ -224,7 +225,7 @@ class RayExecutor:
             self.queue = None
             return []
 
-    def _drain_starts(self, flights: dict[Any, Flight], progress: Progress) -> None:
+    def _drain_starts(self, flights: dict[Any, Flight], progress: ProgressSink) -> None:
         by_dir = {str(f.job.run_dir): f for f in flights.values()}
         for run_dir, node, host, at in self._starts():
             flight = by_dir.get(run_dir)
@@ -234,7 +235,7 @@ class RayExecutor:
                 flight.start = time.monotonic() - max(0.0, time.time() - at)
                 progress.begin(flight.job.config, flight.job.run_dir, node, since=at)
 
-    def _collect(self, ref: Any, flight: Flight, progress: Progress) -> RunRecord:
+    def _collect(self, ref: Any, flight: Flight, progress: ProgressSink) -> RunRecord:
         try:
             rec: RunRecord = self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:
@@ -277,7 +278,7 @@ class RayExecutor:
         rec.executor, rec.node, rec.host, rec.packed = "ray", flight.node, flight.host, self.pack
         return rec
 
-    def _unschedulable(self, flight: Flight, progress: Progress) -> RunRecord:
+    def _unschedulable(self, flight: Flight, progress: ProgressSink) -> RunRecord:
         wanted = ", ".join(f"{k} {v:g}" for k, v in sorted(flight.demand.items()))
         offered = "; ".join(
             f"{n['NodeManagerAddress']} {n['NodeID'][:12]}: "
@@ -291,7 +292,7 @@ class RayExecutor:
         progress.begin(flight.job.config, flight.job.run_dir)
         return self._lost(flight, outcome)
 
-    def _stranded(self, flights: dict[Any, Flight], progress: Progress) -> Iterator[RunRecord]:
+    def _stranded(self, flights: dict[Any, Flight], progress: ProgressSink) -> Iterator[RunRecord]:
         """Waiting tasks that no live node can run any more (their only fitting node left)."""
         self._refresh_nodes()
         for ref, flight in list(flights.items()):
@@ -300,7 +301,7 @@ class RayExecutor:
                 del flights[ref]
                 yield self._unschedulable(flight, progress)
 
-    def _interrupt(self, flights: dict[Any, Flight], progress: Progress) -> Iterator[RunRecord]:
+    def _interrupt(self, flights: dict[Any, Flight], progress: ProgressSink) -> Iterator[RunRecord]:
         """Cancel every task (force: Ray kills its process, the reaper the run's group); record
         the ones that had started as interrupted. The ones still waiting leave no row, like the
         configurations the sweep had not reached. Those that had already finished are recorded

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator.executors.local import Job
+from orchestrator.executors.base import Job
 from orchestrator.launch.execute import RunRecord, execute
 from orchestrator.provision import hostinfo
 

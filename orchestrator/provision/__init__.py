@@ -1,1 +1,11 @@
-"""provision: TODO map."""
+"""provision: what a run needs before it starts: its framework environment, its data, the machine.
+
+    envs.py          one virtual environment per framework, from pinned requirements (bench env setup)
+    external_env.py  an interpreter the user already has, checked before it is used (bench env use)
+    short_run.py     a short outside program run with bounded output and a deadline
+    datasets.py      real datasets decoded and resized once into a cached array file; datafiles/
+                     reads CIFAR pickles, .npz and image folders as hostile input (docs/datasets.md)
+    hostinfo.py      facts about the machine and a fingerprint that keeps machines apart in reports
+
+May import: text, config. Starting a worker is launch's part: `bench env use` hands its check in.
+"""

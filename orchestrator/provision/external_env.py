@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,12 @@ CHECK_MODEL = "small_cnn"  # the smallest model of the one definition, at 32 px 
 MIN_PYTHON = (3, 6)  # the worker core's floor (Singa's interpreter)
 
 
-def check(framework: str, python: str) -> dict[str, Any]:
+# Runs bench's worker under an interpreter and counts a model's parameters: launch/probe.py's
+# probe_with, handed in by the CLI, since starting a worker is launch's part, not provision's.
+BuildCheck = Callable[[Path, str, str, int, int, Path], dict[str, Any]]
+
+
+def check(framework: str, python: str, build: BuildCheck) -> dict[str, Any]:
     """The registration entry for a working interpreter; EnvironmentSetupError saying why not."""
     if framework not in FRAMEWORKS or framework == "fault":
         known = ", ".join(f for f in FRAMEWORKS if f != "fault")
@@ -35,7 +41,7 @@ def check(framework: str, python: str) -> dict[str, Any]:
     if not os.access(path, os.X_OK):
         raise EnvironmentSetupError(f"{where}: not executable")
     version = _python_version(path, where)
-    probe = _probe(path, framework)
+    probe = _probe(path, framework, build)
     if probe["outcome"] != "ok":
         raise EnvironmentSetupError(
             f"{where}: cannot run bench's {framework} worker ({probe['outcome']}): {probe['reason']}"
@@ -80,11 +86,10 @@ def _python_version(path: Path, where: str) -> str:
     return version
 
 
-def _probe(path: Path, framework: str) -> dict[str, Any]:
-    from orchestrator.launch import probe
+def _probe(path: Path, framework: str, build: BuildCheck) -> dict[str, Any]:
     from workers import models
 
     reference = models.infer(models.build_arch(CHECK_MODEL, 10, 32))["parameters"]
     with tempfile.TemporaryDirectory(prefix="bench-env-use-") as tmp:
-        row = probe.probe_with(path, framework, CHECK_MODEL, 10, 32, Path(tmp))
+        row = build(path, framework, CHECK_MODEL, 10, 32, Path(tmp))
     return {**row, "reference": reference}

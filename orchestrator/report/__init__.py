@@ -1,1 +1,16 @@
-"""report: TODO map."""
+"""report: runs read back from the database, as tables, figures and pages.
+
+    dispatch.py      what `bench report` prints for its options, and which options clash
+    select.py        which runs a report reads, and how one configuration's runs are pooled
+    results.py       the results table, the crash list, and `bench inspect` (one run's post-mortem)
+    tables.py        --table NAME: the research's tables; throughput.py the batch and inference ones
+    compare.py       --compare A B: two sweeps side by side, with a verdict per pair
+    footnotes.py     the comparison table's notes, computed from its cells (rules in fairness.py)
+    resources.py     --resources: the profiler's summary; timeline.py one run's samples
+    kernels.py       --kernels: where a traced run's time went, by kernel class
+    html.py          --html DIR: one self-contained page; figures.py, figures_runs.py choose what each
+                     figure shows, plots.py draws it (matplotlib, PNG)
+
+May import: text, config, storage. Never launch, executors or sweep: a report reads what was
+recorded, whoever recorded it.
+"""

@@ -1,1 +1,12 @@
-"""sweep: TODO map."""
+"""sweep: many runs, from a matrix to rows in the database.
+
+    run.py        a list of configurations run through an executor, each run recorded the moment
+                  it ends; Ctrl-C/SIGTERM/SIGHUP end it as interrupted; a disturbed run queued again
+    recording.py  sweeps and runs written to the database, one transaction per run
+    liveruns.py   sweeps and runs in flight as locked files, so what a killed bench left is found,
+                  ended and recorded by the next one
+    progress.py   the live line (step n of N, from the events) and plain lines elsewhere
+    eta.py        how long the rest will take, from earlier runs in the database
+
+May import: text, config, storage, provision, launch, executors.
+"""

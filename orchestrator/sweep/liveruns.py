@@ -24,6 +24,7 @@ import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,7 @@ TOKEN = re.compile(r"[0-9a-f]{32}")
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from orchestrator.executors.local import Job  # which calls note_worker
+    from orchestrator.executors.base import Job
 
 
 def state_dir() -> Path | None:
@@ -148,7 +149,7 @@ class Ledger:
             held = _create(self.folder, f"run-{token}.json", data)
         if held is not None:
             self.runs[job.run_dir] = held
-        return replace(job, token=token, live=held.path if held else None)
+        return replace(job, token=token, on_worker_start=partial(note_worker, held.path) if held else None)
 
     def done(self, run_dir: Path) -> None:
         held = self.runs.pop(run_dir, None)

@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from orchestrator.config import samples
 from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import RunConfig
-from orchestrator.executors.local import Executor, Job, LocalExecutor
+from orchestrator.executors.base import Executor, Job
+from orchestrator.executors.local import LocalExecutor
 from orchestrator.launch.execute import RunRecord, now, run_dir_for
 from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME, Outcome
 from orchestrator.launch.process import interrupt_name, stop_signals_interrupt

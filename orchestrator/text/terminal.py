@@ -18,8 +18,6 @@ import logging
 import re
 import unicodedata
 
-import click
-
 # C0 and C1 controls and DEL (Cc), and the categories that change how text is shown without being
 # visible: format characters (Cf: bidi overrides, zero-width joiners), line and paragraph separators
 # (Zl, Zp), and lone surrogates (Cs), which a terminal's encoder would choke on.
@@ -88,11 +86,6 @@ def markdown_text(text: object) -> str:
     """A whole markdown document made safe: terminal-safe, and no '<' or '>' left to open an HTML
     tag. Cells made by `markdown_cell` have none left, so it can run over a finished document."""
     return safe(text).translate(_MARKDOWN_TEXT)
-
-
-def echo(text: object = "", err: bool = False, markdown: bool = False) -> None:
-    """click.echo for every line the CLI prints: the text made safe on its way out."""
-    click.echo(markdown_text(text) if markdown else safe(text), err=err)
 
 
 class SafeFormatter(logging.Formatter):

@@ -1,0 +1,133 @@
+"""The orchestrator's packages import one another only downwards (docs/architecture.md).
+
+Each package is a stage of the flow; a package may import only the packages listed for it in
+`orchestrator/__init__.py`'s LAYERS, so the flow reads from the tree and stays so. The walk reads
+every import statement, at the top of a module or inside a function, with `ast`: nothing is
+imported, so the test is fast and cannot be fooled by an import that only runs on some path.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orchestrator import LAYERS
+
+REPO = Path(__file__).resolve().parent.parent
+ROOT_MODULES = {"errors"}  # modules at the package root, below every package
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:  # `from orchestrator import errors`, `from workers import adapters`
+                yield node.lineno, f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            yield node.lineno, "." * node.level + (node.module or "")
+
+
+def _stage(parts: tuple[str, ...]) -> str:
+    """The package a module belongs to: its first folder under orchestrator/, or the root module."""
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def violations(root: Path) -> list[str]:
+    """Every import in `root`/orchestrator that breaks the layering, as `file:line: why`."""
+    found = []
+    for path in sorted((root / "orchestrator").rglob("*.py")):
+        parts = path.relative_to(root / "orchestrator").parts
+        here = _stage(parts)
+        where = path.relative_to(root)
+        for line, name in _imports(path):
+            top, _, rest = name.partition(".")
+            if name.startswith("."):
+                found.append(f"{where}:{line}: relative import {name}: name the package")
+            elif top == "click" and here != "cli":
+                found.append(f"{where}:{line}: imports click; only orchestrator/cli/ may")
+            elif name.startswith("workers.adapters"):
+                found.append(f"{where}:{line}: imports {name}; the orchestrator never imports an adapter")
+            elif top == "orchestrator" and rest:
+                there = rest.split(".")[0]
+                if there in ("__version__", here):
+                    continue
+                if there not in LAYERS and there not in ROOT_MODULES:
+                    found.append(f"{where}:{line}: imports {name}: no such package in LAYERS")
+                elif here in LAYERS and there not in LAYERS[here] and there not in ROOT_MODULES:
+                    allowed = ", ".join(sorted(LAYERS[here])) or "no other package"
+                    found.append(
+                        f"{where}:{line}: {here} imports {there} ({name}); {here} may import {allowed}"
+                    )
+                elif here in ROOT_MODULES:
+                    found.append(f"{where}:{line}: {here} is below every package and imports {name}")
+    return found
+
+
+def test_every_package_imports_only_the_layers_below_it():
+    assert violations(REPO) == []
+
+
+def test_every_package_has_a_layer_and_a_map():
+    packages = {p.parent.name for p in (REPO / "orchestrator").glob("*/__init__.py")}
+    packages.discard("datafiles")
+    assert packages == set(LAYERS)
+    for name in packages:
+        doc = ast.get_docstring(ast.parse((REPO / "orchestrator" / name / "__init__.py").read_text()))
+        assert doc and len(doc.splitlines()) >= 3, (
+            f"orchestrator/{name}/__init__.py: its docstring is its map"
+        )
+    # nothing at the root but the root modules and the package's own __init__
+    loose = {p.stem for p in (REPO / "orchestrator").glob("*.py")} - ROOT_MODULES - {"__init__"}
+    assert not loose, f"modules outside every package: {sorted(loose)}"
+
+
+def test_the_layers_have_no_cycle():
+    """An order exists in which each package comes after every package it may import."""
+    placed: list[str] = []
+    pending = dict(LAYERS)
+    while pending:
+        ready = [name for name, below in pending.items() if set(below) <= set(placed)]
+        assert ready, f"a cycle among {sorted(pending)}"
+        placed.extend(sorted(ready))
+        for name in ready:
+            del pending[name]
+
+
+def _copy(tmp_path: Path) -> Path:
+    shutil.copytree(
+        REPO / "orchestrator", tmp_path / "orchestrator", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "says"),
+    [
+        ("launch/execute.py", "from orchestrator.storage.db import Database", "launch imports storage"),
+        ("executors/local.py", "from orchestrator.sweep import recording", "executors imports sweep"),
+        ("report/results.py", "from orchestrator.launch import outcomes", "report imports launch"),
+        ("report/results.py", "    from orchestrator.sweep.run import latest_sweep", "report imports sweep"),
+        ("config/matrix.py", "from orchestrator.cli import options", "config imports cli"),
+        ("storage/db.py", "import click", "only orchestrator/cli/ may"),
+        ("config/run_config.py", "from workers.adapters import pytorch", "never imports an adapter"),
+        ("errors.py", "from orchestrator.text import terminal", "below every package"),
+        ("sweep/run.py", "from . import progress", "relative import"),
+    ],
+)
+def test_a_forbidden_import_is_caught(tmp_path, module, line, says):
+    root = _copy(tmp_path)
+    path = root / "orchestrator" / module
+    text = path.read_text()
+    if line.startswith("    "):  # inside a function, where a lazy import hides
+        text += f"\n\ndef _added():\n{line}\n"
+    else:
+        text = f"{line}\n{text}"
+    path.write_text(text)
+    found = [v for v in violations(root) if v.startswith(f"orchestrator/{module}:")]
+    assert len(found) == 1 and says in found[0], found
