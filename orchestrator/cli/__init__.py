@@ -1,6 +1,8 @@
 """cli: the `bench` command; the only package that imports click.
 
-    main.py              the group, and run, rerun, report, inspect, timeline
+    main.py              the group, gathering the commands of the modules below
+    run.py               bench run and bench rerun
+    report.py            bench report, bench inspect and bench timeline
     options.py           options shared by every command, echo, and the error boundary
                          (BenchGroup: a BenchError is one line and exit 1)
     executor_options.py  --executor and its options, the executor they make

@@ -1,0 +1,225 @@
+"""`bench run` and `bench rerun`: a sweep of configurations, or one run again, in the foreground."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from orchestrator.cli.executor_options import check_disturbance_options, executor_options, make_executor
+from orchestrator.cli.hint import hint
+from orchestrator.cli.options import (
+    IdType,
+    db_option,
+    echo,
+    env_dir_option,
+    prepare_data,
+    runs_root,
+)
+from orchestrator.config import matrix
+from orchestrator.config.checks import config_from_stored
+from orchestrator.config.run_config import RunConfig
+from orchestrator.errors import ConfigError
+from orchestrator.launch.outcomes import OUTCOMES
+from orchestrator.report import results as reports
+from orchestrator.storage.db import Database
+from orchestrator.sweep import recording as record
+from orchestrator.sweep.eta import History
+from orchestrator.sweep.progress import Progress
+from orchestrator.sweep.run import SweepResult, finished_hashes, latest_sweep, run_configs, walls_of
+
+EXIT_INTERRUPTED = 130
+
+
+def _parse_outcomes(text: str | None) -> set[str]:
+    if not text:
+        return set()
+    wanted = {t.strip() for t in text.split(",") if t.strip()}
+    unknown = wanted - set(OUTCOMES)
+    if unknown:
+        raise ConfigError(f"--fail-on: unknown outcome {sorted(unknown)[0]!r} (known: {', '.join(OUTCOMES)})")
+    return wanted
+
+
+def _dry_run(configs: list[RunConfig], done: set[str]) -> None:
+    from orchestrator.cli.dry_run import listing
+
+    for line in listing(configs, done):  # line by line: `| head` ends it as any listing (a pipe)
+        echo(line)
+
+
+def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
+    counts: dict[str, int] = {}
+    for outcome in result.outcomes.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing run"
+    echo(
+        f"sweep {result.sweep_id}: {summary}"
+        + (f"; {result.skipped} already finished" if result.skipped else "")
+    )
+    if result.interrupted:
+        echo(f"interrupted: finish it with `{resume_hint}`", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    failed = sorted(k for k in counts if k in fail_on)
+    if failed:
+        echo(f"error: runs ended {', '.join(failed)} (--fail-on)", err=True)
+        sys.exit(1)
+
+
+@click.command()
+@click.option(
+    "--matrix", "matrix_path", required=True, type=click.Path(dir_okay=False), help="Matrix YAML file."
+)
+@click.option(
+    "--only",
+    "only",
+    default=None,
+    metavar="KEY=VALUE[,KEY=VALUE...]",
+    help="Run a subset: the configurations with these settings (KEY: any setting of a matrix, such as "
+    "framework, model, batch_size, threads; a key given twice accepts either value).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="List the expanded configurations, one column per setting in which they differ, and the "
+    "settings common to all; run nothing.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue this matrix's latest sweep: run only what has no finished record.",
+)
+@click.option(
+    "--fail-on",
+    default=None,
+    metavar="OUTCOME[,OUTCOME...]",
+    help=f"Exit 1 if any run ends with one of these outcomes: {', '.join(OUTCOMES)} (docs/outcomes.md).",
+)
+@click.option(
+    "--no-backstop",
+    is_flag=True,
+    help="Run every batch size even after the same configuration ran out of memory at a smaller one "
+    "(by default those are recorded skipped: 'oom at batch B').",
+)
+@click.option(
+    "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
+)
+@executor_options
+@db_option
+@env_dir_option
+def run(
+    matrix_path: str,
+    only: str | None,
+    dry_run: bool,
+    resume: bool,
+    fail_on: str | None,
+    no_backstop: bool,
+    runs_dir: str | None,
+    executor: str,
+    address: str,
+    pack: bool,
+    wait_idle: float | None,
+    retry_disturbed: int,
+    db_url: str,
+    env_dir: str | None,
+) -> None:
+    """Run every configuration of a matrix, each in its own process and environment.
+
+    \b
+    Examples:
+      bench run --matrix matrices/quick.yaml
+      bench run --matrix m.yaml --only framework=pytorch,model=resnet50
+      bench run --matrix m.yaml --resume
+      bench run --matrix m.yaml --executor ray --address HEAD:6379
+      bench run --matrix matrices/batch-sweep.yaml --no-backstop
+      bench run --matrix m.yaml --wait-idle 300 --retry-disturbed 2
+    """
+    if pack and executor != "ray":
+        raise ConfigError("--pack spreads runs over a Ray cluster's nodes: use it with --executor ray")
+    check_disturbance_options(executor, wait_idle, retry_disturbed)
+    m = matrix.load_matrix(Path(matrix_path))
+    configs = list(m.configs)
+    if only is not None:  # `--only ""` is an empty filter, an error: never the whole matrix
+        configs = matrix.select(configs, matrix.parse_only(only))
+        if not configs:
+            raise ConfigError(f"--only {only}: matches none of the {len(m.configs)} configurations")
+    wanted_fail = _parse_outcomes(fail_on)
+    data_files = {} if dry_run else prepare_data(configs)
+    if dry_run and not resume:
+        _dry_run(configs, set())
+        return
+    db = Database(db_url, create=not dry_run)
+    sweep = latest_sweep(db, m.name) if resume else None
+    runner = None if dry_run else make_executor(executor, address, pack, env_dir, wait_idle)
+    done = finished_hashes(db, sweep["id"], backstop=not no_backstop) if sweep else set()
+    if dry_run:
+        _dry_run(configs, done)
+        return
+    todo = [c for c in configs if c.config_hash not in done]
+    history = History.from_db(db, todo)  # before the sweep is recorded: it may take seconds
+    root = runs_root(db_url, runs_dir)
+    if resume and sweep is None:
+        echo(f"no earlier sweep named {m.name!r}: starting a new one", err=True)
+    if sweep is not None:
+        if sweep["matrix_hash"] != m.file_hash:
+            echo(
+                f"note: {matrix_path} changed since sweep {sweep['id']}; "
+                "configurations are matched by their settings",
+                err=True,
+            )
+        sweep_id = sweep["id"]
+        record.reopen_sweep(db, sweep_id, len(configs))
+    else:
+        sweep_id = record.start_sweep(db, m.name, "matrix", len(configs), str(matrix_path), m.file_hash)
+    progress = Progress(len(todo), plan=todo, history=history)
+    try:
+        result = run_configs(
+            db,
+            sweep_id,
+            todo,
+            root,
+            env_dir,
+            progress,
+            first_index=len(configs) - len(todo) + 1,
+            data_files=data_files,
+            executor=runner,
+            walls=None if no_backstop else walls_of(db, sweep_id),
+            retry_disturbed=retry_disturbed,
+        )
+    finally:
+        if runner is not None:
+            runner.close()
+    result.skipped = len(configs) - len(todo)
+    _finish(result, wanted_fail, hint(extra=["--resume"]))
+
+
+@click.command()
+@click.argument("run_id", type=IdType("rerun RUN_ID"))
+@click.option(
+    "--runs-dir", default=None, help="Where the run folder goes (default: bench-runs/ beside the database)."
+)
+@db_option
+@env_dir_option
+def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -> None:
+    """Run the configuration of run RUN_ID again, in the foreground, with the same isolation.
+
+    \b
+    Example:
+      bench rerun 12
+    """
+    db = Database(db_url, create=False, writing=True)
+    old = reports.load_run(db, run_id)["run"]
+    # The row is outside input: checked as strictly as a matrix, and before anything is recorded.
+    config = config_from_stored(old["config_json"], f"{db.where}: run {run_id}: config_json")
+    data_files = prepare_data([config])
+    root = runs_root(db_url, runs_dir)
+    sweep_id = record.start_sweep(db, f"rerun of run {run_id}", "rerun", 1, None, None)
+    progress = Progress(1, follow=True, plan=[config], history=History.from_db(db, [config]))
+    result = run_configs(db, sweep_id, [config], root, env_dir, progress, data_files=data_files)
+    new_id = next(iter(result.outcomes), None)
+    if new_id is not None:
+        echo(
+            f"run {run_id} was {old['outcome']}; this time {result.outcomes[new_id]}: bench inspect {new_id}"
+        )
+    _finish(result, set(), hint())
