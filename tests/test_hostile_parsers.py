@@ -30,13 +30,9 @@ from orchestrator.config.matrix import MAX_FILE_BYTES, SECTIONS, load_matrix
 from orchestrator.config.run_config import (
     FIELD_NAMES,
     INT_LIMITS,
-    MAX_CPUS,
-    MAX_SIZE,
     SQLITE_INT_MAX,
-    cpu_set,
-    parse_cpus,
-    parse_size,
 )
+from orchestrator.config.values import MAX_CPUS, MAX_SIZE, cpu_set, parse_cpus, parse_size
 from orchestrator.errors import ConfigError
 from orchestrator.report.select import ALL, parse_sweeps
 from tests.conftest import bench_command

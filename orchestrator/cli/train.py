@@ -18,10 +18,10 @@ from orchestrator.config.run_config import (
     FAULT_FIELDS,
     FEATURES_NEED_INFERENCE,
     RunConfig,
-    format_size,
     synthetic_problem,
     validate_field,
 )
+from orchestrator.config.values import format_size
 from orchestrator.errors import ConfigError
 from orchestrator.storage.db import Database
 from orchestrator.sweep import recording as record

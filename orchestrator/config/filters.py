@@ -24,10 +24,9 @@ from orchestrator.config.run_config import (
     OPTIMIZERS,
     SQLITE_INT_MAX,
     RunConfig,
-    cut,
-    shown,
     validate_field,
 )
+from orchestrator.config.values import cut, shown
 from orchestrator.errors import ConfigError
 
 CHOICES: dict[str, tuple[str, ...]] = {

@@ -27,9 +27,9 @@ from orchestrator.config.filters import unknown_key, value_message
 from orchestrator.config.run_config import (
     FIELD_NAMES,
     RunConfig,
-    shown,
     validate_field,
 )
+from orchestrator.config.values import shown
 from orchestrator.errors import ConfigError
 
 logger = logging.getLogger(__name__)

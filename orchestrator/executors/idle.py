@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable
 
-from orchestrator.config.run_config import format_cpus
+from orchestrator.config.values import format_cpus
 from profiler import disturbance
 
 # Long enough for a steady figure (2 CPUs tick 200 times a second), short enough to cost little

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from orchestrator.config.run_config import RunConfig, cpu_set
+from orchestrator.config.run_config import RunConfig
+from orchestrator.config.values import cpu_set
 from orchestrator.errors import BenchError, ConfigError
 from orchestrator.executors import ray_task
 from orchestrator.executors.base import Job, ProgressSink

@@ -15,7 +15,8 @@ from typing import Any
 
 from orchestrator.config import samples
 from orchestrator.config.checks import resolved_timing
-from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig, cpu_set, format_cpus
+from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig
+from orchestrator.config.values import cpu_set, format_cpus
 from orchestrator.launch import orphans, outcomes, tracing
 from orchestrator.launch.process import Finished, run_worker
 from orchestrator.launch.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from orchestrator.config.run_config import format_size
+from orchestrator.config.values import format_size
 from orchestrator.launch.process import Finished, memory_limit
 from profiler.timeline import Timeline
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from orchestrator.config.run_config import RECURRENT_MODELS, cpu_set
+from orchestrator.config.run_config import RECURRENT_MODELS
+from orchestrator.config.values import cpu_set
 from orchestrator.storage.db import Database
 from workers.adapters.pytorch import CHANNELS_LAST_MIN_SIZE
 

@@ -20,7 +20,8 @@ import sqlalchemy as sa
 
 from orchestrator.config import samples
 from orchestrator.config.filters import MAX_FILTER_VALUES, parse_id, parse_only
-from orchestrator.config.run_config import DEVICES, FIELD_NAMES, FRAMEWORKS, MODELS, OPTIMIZERS, cut
+from orchestrator.config.run_config import DEVICES, FIELD_NAMES, FRAMEWORKS, MODELS, OPTIMIZERS
+from orchestrator.config.values import cut
 from orchestrator.errors import BenchError, ConfigError
 from orchestrator.storage.db import Database
 
