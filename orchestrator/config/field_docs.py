@@ -8,17 +8,10 @@ from what the validators accept.
 from __future__ import annotations
 
 from orchestrator.config.run_config import (
-    DATASETS,
-    DEVICES,
-    FAULTS,
+    CHOICES,
     FIELD_NAMES,
-    FRAMEWORKS,
     INT_LIMITS,
     MAX_SECONDS,
-    MODELS,
-    OPTIMIZERS,
-    TASKS,
-    TRACES,
 )
 
 _SIZE = "a size: 512MiB, 2GiB, 1.5G; a bare number is MiB"
@@ -85,22 +78,11 @@ _FORMATS: dict[str, str] = {
     "features": "true | false",
 }
 
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "framework": FRAMEWORKS,
-    "model": MODELS,
-    "device": DEVICES,
-    "optimizer": OPTIMIZERS,
-    "dataset": DATASETS,
-    "fault": FAULTS,
-    "trace": TRACES,
-    "task": TASKS,
-}
-
 
 def allowed(field: str) -> str:
     """The values ``field`` takes, as help shows them."""
-    if field in _CHOICES:
-        return " | ".join(_CHOICES[field])
+    if field in CHOICES:
+        return " | ".join(CHOICES[field])
     if field in INT_LIMITS:
         low, high = INT_LIMITS[field]
         return f"an integer, {low} to {high}"

@@ -14,14 +14,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from orchestrator.config import run_config
 from orchestrator.config.run_config import (
-    DATASETS,
-    DEVICES,
-    FAULTS,
     FIELD_NAMES,
-    FRAMEWORKS,
-    MODELS,
-    OPTIMIZERS,
     SQLITE_INT_MAX,
     RunConfig,
     validate_field,
@@ -29,13 +24,10 @@ from orchestrator.config.run_config import (
 from orchestrator.config.values import cut, shown
 from orchestrator.errors import ConfigError
 
-CHOICES: dict[str, tuple[str, ...]] = {
-    "framework": FRAMEWORKS,
-    "model": MODELS,
-    "device": DEVICES,
-    "optimizer": OPTIMIZERS,
-    "dataset": DATASETS,
-    "fault": FAULTS,
+# The named fields whose command-line text is taken as it is; trace and task are typed first, as
+# YAML would read them (`trace=false` is untraced).
+CHOICES = {
+    key: run_config.CHOICES[key] for key in ("framework", "model", "device", "optimizer", "dataset", "fault")
 }
 # Each value of a filter is one bound parameter of an SQL `IN (...)`; SQLite before 3.32 allows 999
 # parameters a statement. No real filter comes near this many values.

@@ -53,6 +53,18 @@ FAULTS = (
     "orphans",
     "flood",
 )
+# The fields whose values are names from a fixed list: the validators, --help and the filters'
+# did-you-mean all read them here.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "framework": FRAMEWORKS,
+    "model": MODELS,
+    "device": DEVICES,
+    "optimizer": OPTIMIZERS,
+    "dataset": DATASETS,
+    "fault": FAULTS,
+    "trace": TRACES,
+    "task": TASKS,
+}
 
 
 @dataclass(frozen=True)
@@ -272,18 +284,18 @@ def synthetic_problem(config: RunConfig) -> str | None:
 
 
 VALIDATORS: dict[str, Callable[[Any], Any]] = {
-    "framework": _choice(FRAMEWORKS, "framework"),
-    "model": _choice(MODELS, "model"),
-    "device": _choice(DEVICES, "device"),
+    "framework": _choice(CHOICES["framework"], "framework"),
+    "model": _choice(CHOICES["model"], "model"),
+    "device": _choice(CHOICES["device"], "device"),
     "batch_size": _int("batch_size"),
-    "optimizer": _choice(OPTIMIZERS, "optimizer"),
+    "optimizer": _choice(CHOICES["optimizer"], "optimizer"),
     "lr": _number(positive=True),
     "momentum": _number(positive=False, maximum=1.0),
     "epochs": _int("epochs"),
     "warmup_steps": _int("warmup_steps"),
     "repeats": _int("repeats"),
     "timeout": _number(positive=True, maximum=MAX_SECONDS),
-    "dataset": _choice(DATASETS, "dataset"),
+    "dataset": _choice(CHOICES["dataset"], "dataset"),
     "dataset_size": _int("dataset_size"),
     "data_dir": _path,
     "image_size": _int("image_size"),
@@ -291,7 +303,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "val_fraction": _number(positive=True, maximum=1.0),
     "threads": _int("threads"),
     "seed": _int("seed"),
-    "fault": _choice(FAULTS, "fault"),
+    "fault": _choice(CHOICES["fault"], "fault"),
     "exit_code": _int("exit_code"),
     "seconds": _number(positive=False, maximum=MAX_SECONDS),
     "after_steps": _int("after_steps"),
