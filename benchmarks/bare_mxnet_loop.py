@@ -71,7 +71,7 @@ def arrays(mx, batches):
 def solo_net(mx, args):
     """The Gluon net from the project's one translation, initialised and hybridized as the adapter does."""
     from workers import models
-    from workers.adapters import mxnet as adapter_module
+    from workers.adapters.mxnet import adapter as adapter_module
 
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
     translator = adapter_module.Adapter({})  # only its translation into Gluon blocks is used

@@ -88,7 +88,7 @@ def sync_for(torch, device):
 def solo_model(torch, args):
     """The model from the project's one translation, initialised as the adapter does."""
     from workers import models
-    from workers.adapters.pytorch import _sequential
+    from workers.adapters.pytorch.adapter import _sequential
 
     torch.manual_seed(args.seed)
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)

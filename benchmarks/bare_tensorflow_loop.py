@@ -81,7 +81,7 @@ def solo_model(tf, args):
     import keras
 
     from workers import models
-    from workers.adapters.tensorflow import _Builder
+    from workers.adapters.tensorflow.adapter import _Builder
 
     tf.random.set_seed(args.seed)
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)

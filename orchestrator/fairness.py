@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from orchestrator.config import RECURRENT_MODELS, cpu_set
 from orchestrator.db import Database
-from workers.adapters.pytorch import CHANNELS_LAST_MIN_SIZE
+from workers.models import CHANNELS_LAST_MIN_SIZE
 
 DOC = "docs/fairness.md"
 # A cell this many times the fastest framework's time, or more, needs an explanation.

@@ -35,7 +35,8 @@ DRIVER = textwrap.dedent(
     import numpy as np
     from tests.driver_checks import configurer, run_checks
     from workers import models, runner
-    from workers.adapters import base, mxnet as adapter_module
+    from workers.adapters import base
+    from workers.adapters.mxnet import adapter as adapter_module
 
     config, adapter = configurer("mxnet")
 

@@ -28,7 +28,8 @@ DRIVER = textwrap.dedent(
     import numpy as np
     from tests.driver_checks import configurer, run_checks
     from workers import models, runner
-    from workers.adapters import base, singa as adapter_module
+    from workers.adapters import base
+    from workers.adapters.singa import adapter as adapter_module
 
     config, adapter = configurer("singa", epochs=3, dataset_size=320, image_size=16)
 

@@ -43,6 +43,12 @@ PAD, START, OOV = 0, 1, 2
 BN_EPS = 1e-5
 BN_MOMENTUM = 0.1
 
+# PyTorch lays image batches out channels_last from this image size up, on the CPU (docs/fairness.md,
+# "PyTorch"): measured faster for ResNet50 at 64, 128 and 224 px and VGG16 at 224 px; at 32 px
+# ResNet50 was 1.35x slower in it. Here, not in the adapter, because the orchestrator's fairness
+# notes name it too, and the orchestrator never imports an adapter.
+CHANNELS_LAST_MIN_SIZE = 64
+
 # The initialisation every adapter applies after building, so that no framework starts from a
 # better or worse place because of its own defaults. "scale" names how to compute the number
 # passed to the distribution; init_scale() computes it, fans() gives fan_in and fan_out.

@@ -30,7 +30,7 @@ import platform
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.singa_binding import HostIO
+from workers.adapters.singa.binding import HostIO
 
 _OOM_TEXT = ("out of memory", "bad_alloc", "cannot allocate memory")
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -51,7 +51,7 @@ class Adapter(base.Adapter):
         self._tx = self._ty = None  # the graph's input tensors, refilled each step
         self._loss_sum = None
         self._steps = 0
-        self.graph_runs = 0  # training runs of the buffered graph since build (singa_trace divides by it)
+        self.graph_runs = 0  # training runs of the buffered graph since build (trace.py divides by it)
         self._arrays = None
         self._x_epoch = self._y_epoch = None
         self._output = None  # the last inference step's output
@@ -249,9 +249,9 @@ class Adapter(base.Adapter):
         return total / len(y), correct / len(y)
 
     def tracer(self):
-        from workers.adapters import singa_trace
+        from workers.adapters.singa import trace
 
-        return singa_trace.Tracer(self)
+        return trace.Tracer(self)
 
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):

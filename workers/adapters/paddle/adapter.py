@@ -248,9 +248,9 @@ class Adapter(base.Adapter):
         return float(total) / n, int(correct) / n
 
     def tracer(self):
-        from workers.adapters import paddle_trace
+        from workers.adapters.paddle import trace
 
-        return paddle_trace.Tracer()
+        return trace.Tracer()
 
     def is_oom(self, exc):
         # Paddle raises its ResourceExhausted errors (host and device) as MemoryError.

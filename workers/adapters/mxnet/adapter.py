@@ -241,9 +241,9 @@ class Adapter(base.Adapter):
         return total.asscalar() / n, correct.asscalar() / n
 
     def tracer(self):
-        from workers.adapters import mxnet_trace
+        from workers.adapters.mxnet import trace
 
-        return mxnet_trace.Tracer()
+        return trace.Tracer()
 
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):

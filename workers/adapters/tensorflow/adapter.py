@@ -259,9 +259,9 @@ class Adapter(base.Adapter):
         return total / n, correct / n
 
     def tracer(self):
-        from workers.adapters import tensorflow_trace
+        from workers.adapters.tensorflow import trace
 
-        return tensorflow_trace.Tracer()
+        return trace.Tracer()
 
     def is_oom(self, exc):
         if isinstance(exc, MemoryError):

@@ -222,14 +222,14 @@ class Adapter(base.Adapter):
         return total.item() / n, correct.item() / n
 
     def tracer(self):
-        from workers.adapters import pytorch_trace
+        from workers.adapters.pytorch import trace
 
-        return pytorch_trace.CpuTracer()
+        return trace.CpuTracer()
 
     def gpu_tracer(self, why_not_cupti):
-        from workers.adapters import pytorch_trace
+        from workers.adapters.pytorch import trace
 
-        return pytorch_trace.CudaTracer(why_not_cupti)
+        return trace.CudaTracer(why_not_cupti)
 
     def device_memory(self):
         if not self.cuda:
@@ -275,15 +275,12 @@ def _apply_threads(torch, n):
 
 
 MEMORY_FORMATS = ("channels_last", "contiguous_format")
-# channels_last from this image size up, on the CPU (docs/fairness.md, "PyTorch"): measured faster
-# for ResNet50 at 64, 128 and 224 px and VGG16 at 224 px; at 32 px ResNet50 was 1.35x slower in it.
-CHANNELS_LAST_MIN_SIZE = 64
 
 
 def _memory_format(cuda, config):
     """The layout of image batches and convolution weights: BENCH_TORCH_MEMORY_FORMAT where set
     (channels_last or contiguous_format); else channels_last for image models on the CPU from
-    CHANNELS_LAST_MIN_SIZE px (oneDNN's native layout), and PyTorch's default otherwise (on CUDA
+    models.CHANNELS_LAST_MIN_SIZE px (oneDNN's native layout), and PyTorch's default otherwise (on CUDA
     not measured)."""
     value = os.environ.get("BENCH_TORCH_MEMORY_FORMAT")
     if value:
@@ -292,7 +289,7 @@ def _memory_format(cuda, config):
                 value, " or ".join(MEMORY_FORMATS)))
         return value
     image = config.get("model") not in models.RECURRENT
-    if cuda or not image or int(config.get("image_size") or 0) < CHANNELS_LAST_MIN_SIZE:
+    if cuda or not image or int(config.get("image_size") or 0) < models.CHANNELS_LAST_MIN_SIZE:
         return "contiguous_format"
     return "channels_last"
 

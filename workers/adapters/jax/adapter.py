@@ -37,7 +37,7 @@ class Adapter(base.Adapter):
         self._initial = None  # host (numpy) copy of the state right after build, for reset()
         self._train_fn = self._eval_fn = None
         self._key = None
-        self._tracer = None  # the jax_trace.Tracer of a traced run
+        self._tracer = None  # the trace.Tracer of a traced run
         self._depthwise = "grouped"  # how depthwise convolutions are computed: setup() decides
         self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC or token ids)
@@ -92,10 +92,10 @@ class Adapter(base.Adapter):
     # -- model -----------------------------------------------------------------------------
 
     def build(self, arch):
-        from workers.adapters import jax_layers
+        from workers.adapters.jax import layers
 
         jax, jnp = self.jax, self.jnp
-        self.net = jax_layers.network(arch, self._depthwise)
+        self.net = layers.network(arch, self._depthwise)
         self._arch = arch
         key = jax.random.PRNGKey(self.config["seed"])
         with jax.default_device(self.device):
@@ -271,9 +271,9 @@ class Adapter(base.Adapter):
         return total / n, correct / n
 
     def tracer(self):
-        from workers.adapters import jax_trace
+        from workers.adapters.jax import trace
 
-        self._tracer = jax_trace.Tracer()
+        self._tracer = trace.Tracer()
         return self._tracer
 
     def device_memory(self):
@@ -327,7 +327,7 @@ def _environment_before_import(device, threads):
 
 
 def _depthwise(device):
-    """How depthwise convolutions are computed (jax_layers.depthwise): BENCH_JAX_DEPTHWISE where
+    """How depthwise convolutions are computed (layers.depthwise): BENCH_JAX_DEPTHWISE where
     set (shifted or grouped); else shifted on the CPU, where XLA runs the grouped convolution
     several times slower (docs/fairness.md, "JAX's MobileNetV2"), and grouped on cuda (cuDNN's
     grouped convolution; not measured)."""
