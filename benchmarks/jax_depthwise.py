@@ -9,7 +9,7 @@ Run with the JAX environment's interpreter (docs/fairness.md, "JAX's MobileNetV2
 - **shifted**: the same function written as k x k shifted slices of the padded input, each times
   one row of the kernel, summed (`workers/adapters/jax/layers.py`, `depthwise`).
 
-For every depthwise layer of bench's MobileNetV2 at that size (read from workers/models.py), each
+For every depthwise layer of bench's MobileNetV2 at that size (read from workers/models/), each
 way's forward and its gradients with respect to input and kernel are compiled together and timed
 (median of `--repeats` calls after one untimed call); the two ways' outputs and gradients are
 checked to agree. Prints ms per layer and the totals.
