@@ -19,12 +19,13 @@ import platform
 from workers import data
 from workers.adapters import base
 
-_OOM_TEXT = ("resource_exhausted", "out of memory", "can't allocate memory")
 _CUDA_PLUGINS = ("jax_cuda13_plugin", "jax_cuda12_plugin")
 
 
 class Adapter(base.Adapter):
     name = "jax"
+    title = "JAX"
+    oom_text = ("resource_exhausted", "out of memory", "can't allocate memory")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -39,7 +40,6 @@ class Adapter(base.Adapter):
         self._key = None
         self._tracer = None  # the trace.Tracer of a traced run
         self._depthwise = "grouped"  # how depthwise convolutions are computed: setup() decides
-        self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC or token ids)
         self._arch = None
         self._batches = []
@@ -49,8 +49,7 @@ class Adapter(base.Adapter):
     def setup(self):
         device = self.config["device"]
         if device not in ("cpu", "cuda"):
-            raise base.Unsupported("device {!r} is not supported by the JAX adapter "
-                                   "(cpu or cuda)".format(device))
+            raise base.not_supported("device", device, self.title, " (cpu or cuda)")
         threads = int(self.config.get("threads") or 0)
         self._depthwise = _depthwise(device)
         _environment_before_import(device, threads)
@@ -136,8 +135,7 @@ class Adapter(base.Adapter):
             return optax.rmsprop(cfg["lr"], decay=0.99, eps=1e-8, initial_scale=0.0,
                                  eps_in_sqrt=False, centered=False, momentum=None,
                                  bias_correction=False)
-        raise base.Unsupported("optimizer {!r} is not supported by the JAX adapter".format(
-            cfg["optimizer"]))
+        raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def _compile(self, key, batch_shape):
         """Compile the training step for exactly these shapes, now.
@@ -210,10 +208,7 @@ class Adapter(base.Adapter):
         import numpy as np
 
         size = self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         if self.config.get("task") == "inference":
             if self._infer_fn is None:
                 self._compile_inference((size,) + self._x.shape[1:])
@@ -249,13 +244,11 @@ class Adapter(base.Adapter):
             self.jax.block_until_ready(self._outputs)
             self._outputs = []
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = float(self._state["loss_sum"]) / self._steps
+    def read_loss_sum(self):
+        return float(self._state["loss_sum"])
+
+    def clear_loss_sum(self):
         self._state["loss_sum"] = self.jax.device_put(self.jnp.zeros((), self.jnp.float32), self.device)
-        self._steps = 0
-        return value
 
     def evaluate(self):
         size, n = self.config["batch_size"], len(self._y_val)
@@ -286,12 +279,9 @@ class Adapter(base.Adapter):
         out = {k: int(stats[k]) for k in keys if k in stats}
         return dict(out, source="jax memory_stats") if out else None
 
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
-        text = str(exc).lower()
+    def oom_text_types(self):
         runtime = getattr(getattr(self.jax, "errors", None), "JaxRuntimeError", RuntimeError)
-        return isinstance(exc, (runtime, RuntimeError)) and any(t in text for t in _OOM_TEXT)
+        return (runtime, RuntimeError)
 
 
 def _zeros(jnp, arch, batch):
@@ -393,14 +383,13 @@ def _cuda_plugin():
 
 
 def _cuda_device(jax, plugin):
+    who = "jax {}".format(jax.__version__)
     if plugin is None:
-        raise base.Unavailable(
-            "jax {} is a CPU-only build (no jax-cuda plugin installed); install envs/jax-cuda.txt "
-            "(jax[cuda13]) in this environment to run on cuda".format(jax.__version__))
+        raise base.cpu_only_build(who, "envs/jax-cuda.txt (jax[cuda13]) in this environment",
+                                  note=" (no jax-cuda plugin installed)")
     try:
         devices = jax.devices("cuda")
-    except RuntimeError as exc:
-        raise base.Unavailable(
-            "jax {} has its CUDA plugin ({}) but sees no GPU ({}); check the NVIDIA driver "
-            "(nvidia-smi) and CUDA_VISIBLE_DEVICES".format(jax.__version__, plugin, exc)) from exc
+    except RuntimeError as exc:  # JAX says why it sees none: that goes into the message
+        blind = "has its CUDA plugin ({}) but sees no GPU ({})".format(plugin, exc)
+        raise base.no_gpu_seen(who, blind) from exc
     return devices[0]

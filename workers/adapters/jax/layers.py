@@ -196,8 +196,8 @@ class Network(nn.Module):
             short = self.walk(node["shortcut"], x, shape, train, counter)[0] if node["shortcut"] else x
             out = body + short
             return nn.relu(out) if node["post"] == "relu" else out
-        from workers.adapters.base import Unsupported
-        raise Unsupported("layer op {!r} is not supported by the JAX adapter".format(op))
+        from workers.adapters import base
+        raise base.not_supported("layer op", op, "JAX")
 
 
 def depthwise(x, kernel, stride, pad):

@@ -17,13 +17,14 @@ import sys
 from workers import data, models
 from workers.adapters import base
 
-# MXNetError texts for an allocation that failed: the CPU storage manager, CUDA, the C++ runtime.
-_OOM_TEXT = ("failed to allocate", "out of memory", "std::bad_alloc", "cudamalloc")
 _BLOCKS = {}  # the HybridBlock classes made once mxnet is imported
 
 
 class Adapter(base.Adapter):
     name = "mxnet"
+    title = "MXNet"
+    # MXNetError texts for an allocation that failed: the CPU storage manager, CUDA, the C++ runtime.
+    oom_text = ("failed to allocate", "out of memory", "std::bad_alloc", "cudamalloc")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -37,7 +38,6 @@ class Adapter(base.Adapter):
         self._layers = []  # (node, block, in_channels) of every layer with parameters: for init
         self._initial = None  # (parameter, copy of its initial value), for reset()
         self._loss_sum = None
-        self._steps = 0
         self._x = self._y = None  # training arrays (numpy) from load_data()
         self._val = []  # validation batches as (x, y, real rows), padded to batch_size
         self._batches = []
@@ -78,8 +78,7 @@ class Adapter(base.Adapter):
             self.ctx = mx.cpu()
             info["device_name"] = base.cpu_name()
         else:
-            raise base.Unsupported("device {!r} is not supported by the MXNet adapter "
-                                   "(cpu or cuda)".format(self.config["device"]))
+            raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
         info["settings"] = _settings(mx, self.config.get("model"))
         return info
 
@@ -138,8 +137,7 @@ class Adapter(base.Adapter):
             # PyTorch's alpha 0.99 is MXNet's gamma1 (MXNet defaults to 0.9).
             settings.update(gamma1=0.99, epsilon=1e-8, centered=False)
         else:
-            raise base.Unsupported("optimizer {!r} is not supported by the MXNet adapter".format(
-                cfg["optimizer"]))
+            raise base.not_supported("optimizer", cfg["optimizer"], self.title)
         # A single context needs no kvstore: updates run locally on the parameters' device.
         return self.mx.gluon.Trainer(params, cfg["optimizer"], settings, kvstore=None)
 
@@ -176,10 +174,7 @@ class Adapter(base.Adapter):
 
     def prepare_epoch(self, order):
         mx, size = self.mx, self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         # The previous epoch's steps may still read the arrays we are about to replace.
         self.synchronize()
         index = order[:steps * size]
@@ -216,13 +211,14 @@ class Adapter(base.Adapter):
         if self.mx is not None:
             self.mx.nd.waitall()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = self._loss_sum.asscalar() / (self._steps * self.config["batch_size"])
+    def read_loss_sum(self):
+        return self._loss_sum.asscalar()
+
+    def clear_loss_sum(self):
         self._loss_sum[:] = 0
-        self._steps = 0
-        return value
+
+    def losses_per_step(self):
+        return self.config["batch_size"]  # the loss is summed per sample (see train_step)
 
     def evaluate(self):
         mx = self.mx
@@ -244,12 +240,6 @@ class Adapter(base.Adapter):
         from workers.adapters.mxnet import trace
 
         return trace.Tracer()
-
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
-        text = str(exc).lower()
-        return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
 
     # -- translation of workers.models data into Gluon -------------------------------------
 
@@ -311,7 +301,7 @@ class Adapter(base.Adapter):
         if op == "concat":
             branches = [self._sequential(branch, shape)[0] for branch in node["branches"]]
             return [_block_classes(self.mx)["Concat"](branches)]
-        raise base.Unsupported("layer op {!r} is not supported by the MXNet adapter".format(op))
+        raise base.not_supported("layer op", op, self.title)
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -373,16 +363,11 @@ def _settings(mx, model):
 
 def _check_cuda(mx):
     """The CUDA version of a CUDA build with a visible device; Unavailable otherwise."""
-    features = mx.runtime.Features()
-    if not features.is_enabled("CUDA"):
-        raise base.Unavailable(
-            "mxnet {} is a CPU-only build (the `mxnet` wheel); install a CUDA build of the same "
-            "version in this environment, e.g. mxnet-cu112==1.9.1 for CUDA 11.2, to run on "
-            "cuda".format(mx.__version__))
-    if mx.context.num_gpus() == 0:
-        raise base.Unavailable(
-            "mxnet {} is built with CUDA but sees no GPU; check the NVIDIA driver (nvidia-smi) "
-            "and CUDA_VISIBLE_DEVICES".format(mx.__version__))
+    base.check_cuda(
+        "mxnet {}".format(mx.__version__), mx.runtime.Features().is_enabled("CUDA"),
+        lambda: mx.context.num_gpus() != 0,
+        "a CUDA build of the same version in this environment, e.g. mxnet-cu112==1.9.1 for CUDA 11.2,",
+        "is built with CUDA but sees no GPU", note=" (the `mxnet` wheel)")
     return _cuda_of_wheel()
 
 

@@ -17,7 +17,6 @@ import warnings
 from workers import data, models
 from workers.adapters import base
 
-_OOM_TEXT = ("out of memory", "resourceexhausted", "cannot allocate memory")
 _RESIDUAL = []  # the Residual, Concat and LastState nn.Layer classes, made once paddle is imported
 _NOTICES = ("No ccache found", "When training, we now always track global mean and variance")
 # Paddle's RMSProp adds epsilon INSIDE the square root (g / sqrt(v + eps)); PyTorch adds it
@@ -29,6 +28,10 @@ _RMSPROP_EPS = _TORCH_EPS ** 2
 
 class Adapter(base.Adapter):
     name = "paddle"
+    title = "Paddle"
+    # Matched with the spaces taken out of both (oom_message): Paddle writes "ResourceExhausted"
+    # in some messages and "Resource exhausted" in others.
+    oom_text = ("outofmemory", "resourceexhausted", "cannotallocatememory")
     # "eager" (dynamic graph, Paddle 3's default) or "to_static" (forward converted to a static
     # program by paddle.jit.to_static); switchable for the measurements in the docs.
     training_path = "eager"
@@ -44,7 +47,6 @@ class Adapter(base.Adapter):
         self._trainable = []
         self._initial = None  # copy of the initial state_dict (host memory), for reset()
         self._loss_sum = None
-        self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # numpy arrays from load_data()
         self._batches = []
         self._output = None  # the last inference step's output
@@ -87,8 +89,7 @@ class Adapter(base.Adapter):
             paddle.set_device("cpu")
             info["device_name"] = base.cpu_name()
         else:
-            raise base.Unsupported("device {!r} is not supported by the Paddle adapter "
-                                   "(cpu or cuda)".format(self.config["device"]))
+            raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
         paddle.seed(self.config["seed"])
         return info
 
@@ -152,8 +153,7 @@ class Adapter(base.Adapter):
             # Paddle's defaults are rho 0.95, epsilon 1e-6; PyTorch's alpha is 0.99.
             return opt.RMSProp(learning_rate=cfg["lr"], rho=0.99, epsilon=_RMSPROP_EPS,
                                momentum=0.0, centered=False, parameters=params)
-        raise base.Unsupported("optimizer {!r} is not supported by the Paddle adapter".format(
-            cfg["optimizer"]))
+        raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def reset(self):
         # Reseed too: every repeat then draws the same dropout masks, so repeats are comparable.
@@ -176,10 +176,7 @@ class Adapter(base.Adapter):
         import numpy as np
 
         size = self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         self.synchronize()  # the previous epoch's copies may still read the old batches
         self._batches = []
         index = np.asarray(order[:steps * size], dtype=np.int64)
@@ -219,13 +216,11 @@ class Adapter(base.Adapter):
         if self.cuda:
             self.paddle.device.synchronize()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = float(self._loss_sum) / self._steps
+    def read_loss_sum(self):
+        return float(self._loss_sum)
+
+    def clear_loss_sum(self):
         self._loss_sum.zero_()
-        self._steps = 0
-        return value
 
     def evaluate(self):
         paddle, size, n = self.paddle, self.config["batch_size"], len(self._y_val)
@@ -252,12 +247,10 @@ class Adapter(base.Adapter):
 
         return trace.Tracer()
 
-    def is_oom(self, exc):
-        # Paddle raises its ResourceExhausted errors (host and device) as MemoryError.
-        if isinstance(exc, MemoryError):
-            return True
-        text = str(exc).lower().replace(" ", "")
-        return isinstance(exc, RuntimeError) and any(t.replace(" ", "") in text for t in _OOM_TEXT)
+    def oom_message(self, exc):
+        # Paddle raises its ResourceExhausted errors (host and device) as MemoryError, which the
+        # base class takes by type; other messages are read without their spaces.
+        return str(exc).lower().replace(" ", "")
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -344,16 +337,12 @@ def _cuda_version(paddle):
 
 
 def _check_cuda(paddle):
-    if not paddle.is_compiled_with_cuda():
-        raise base.Unavailable(
-            "paddlepaddle {} is a CPU-only build; install the CUDA build (the paddlepaddle-gpu "
-            "wheel of the same version, from Paddle's CUDA package index) in this environment "
-            "to run on cuda".format(paddle.__version__))
-    if paddle.device.cuda.device_count() == 0:
-        raise base.Unavailable(
-            "paddlepaddle {} is built with CUDA {} but no CUDA device is visible; check the NVIDIA "
-            "driver (nvidia-smi) and CUDA_VISIBLE_DEVICES".format(
-                paddle.__version__, _cuda_version(paddle)))
+    base.check_cuda(
+        "paddlepaddle {}".format(paddle.__version__), paddle.is_compiled_with_cuda(),
+        lambda: paddle.device.cuda.device_count() != 0,
+        "the CUDA build (the paddlepaddle-gpu wheel of the same version, from Paddle's CUDA package "
+        "index) in this environment",
+        "is built with CUDA {} but no CUDA device is visible".format(_cuda_version(paddle)))
 
 
 
@@ -423,7 +412,7 @@ def _layer(paddle, node, shape):
     if op == "concat":
         branches = [_sequential(paddle, branch, shape)[0] for branch in node["branches"]]
         return _residual_class(paddle, "Concat")(branches)
-    raise base.Unsupported("layer op {!r} is not supported by the Paddle adapter".format(op))
+    raise base.not_supported("layer op", op, "Paddle")
 
 
 def _gru(paddle, node, shape):

@@ -11,12 +11,13 @@ import platform
 from workers import data, models
 from workers.adapters import base
 
-_OOM_TEXT = ("out of memory", "can't allocate memory")
 _RESIDUAL = []  # the Residual and Concat nn.Module classes, made once torch is imported
 
 
 class Adapter(base.Adapter):
     name = "pytorch"
+    title = "PyTorch"
+    oom_text = ("out of memory", "can't allocate memory")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -27,7 +28,6 @@ class Adapter(base.Adapter):
         self.optimizer = None
         self._initial = None  # CPU copy of the initial state_dict, for reset()
         self._loss_sum = None
-        self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # host tensors from load_data()
         self._x_epoch = self._y_epoch = None  # this epoch's batches, in order (pinned on cuda)
         self._batches = []
@@ -71,8 +71,7 @@ class Adapter(base.Adapter):
             self.device = torch.device("cpu")
             info["device_name"] = base.cpu_name()
         else:
-            raise base.Unsupported("device {!r} is not supported by the PyTorch adapter "
-                                   "(cpu or cuda)".format(self.config["device"]))
+            raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
         layout = _memory_format(self.cuda, self.config)
         self.memory_format = getattr(torch, layout)
         info["settings"] = _settings(torch, layout)
@@ -121,8 +120,7 @@ class Adapter(base.Adapter):
             return optim.Adam(params, lr=cfg["lr"])
         if cfg["optimizer"] == "rmsprop":
             return optim.RMSprop(params, lr=cfg["lr"])
-        raise base.Unsupported("optimizer {!r} is not supported by the PyTorch adapter".format(
-            cfg["optimizer"]))
+        raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def reset(self):
         # Reseed too: every repeat then draws the same dropout masks, so repeats are comparable.
@@ -144,10 +142,7 @@ class Adapter(base.Adapter):
 
     def prepare_epoch(self, order):
         torch, size = self.torch, self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         # Copies of the previous epoch may still read the pinned buffer we are about to refill.
         self.synchronize()
         shape = (steps * size,) + tuple(self._x.shape[1:])
@@ -192,13 +187,11 @@ class Adapter(base.Adapter):
         if self.cuda:
             self.torch.cuda.synchronize()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = self._loss_sum.item() / self._steps
+    def read_loss_sum(self):
+        return self._loss_sum.item()
+
+    def clear_loss_sum(self):
         self._loss_sum.zero_()
-        self._steps = 0
-        return value
 
     def evaluate(self):
         torch, size, n = self.torch, self.config["batch_size"], len(self._y_val)
@@ -245,14 +238,9 @@ class Adapter(base.Adapter):
             "total_memory": int(cuda.get_device_properties(0).total_memory),
         }
 
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
+    def oom_types(self):
         oom = getattr(getattr(self.torch, "cuda", None), "OutOfMemoryError", None)
-        if oom is not None and isinstance(exc, oom):
-            return True
-        text = str(exc).lower()
-        return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
+        return (oom,) if oom is not None else ()
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -309,15 +297,10 @@ def _settings(torch, layout):
 
 
 def _check_cuda(torch):
-    if torch.cuda.is_available():
-        return
-    if torch.version.cuda is None:
-        raise base.Unavailable(
-            "torch {} is a CPU-only build; install a CUDA build of torch in this environment "
-            "(a wheel from the pytorch.org CUDA index) to run on cuda".format(torch.__version__))
-    raise base.Unavailable(
-        "torch {} is built with CUDA {} but no CUDA device is visible; check the NVIDIA driver "
-        "(nvidia-smi) and CUDA_VISIBLE_DEVICES".format(torch.__version__, torch.version.cuda))
+    base.check_cuda(
+        "torch {}".format(torch.__version__), torch.version.cuda is not None, torch.cuda.is_available,
+        "a CUDA build of torch in this environment (a wheel from the pytorch.org CUDA index)",
+        "is built with CUDA {} but no CUDA device is visible".format(torch.version.cuda))
 
 
 
@@ -386,7 +369,7 @@ def _module(nn, node, shape, inplace):
         shortcut = _sequential(nn, node["shortcut"], shape)[0]
         post = nn.ReLU(inplace=True) if node["post"] == "relu" else None
         return _residual_class(nn)(body, shortcut, post)
-    raise base.Unsupported("layer op {!r} is not supported by the PyTorch adapter".format(op))
+    raise base.not_supported("layer op", op, "PyTorch")
 
 
 def _initialise(layer, op, fans):

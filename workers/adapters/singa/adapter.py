@@ -32,13 +32,14 @@ from workers import data, models
 from workers.adapters import base
 from workers.adapters.singa.binding import HostIO
 
-_OOM_TEXT = ("out of memory", "bad_alloc", "cannot allocate memory")
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _SINGA = {}  # the imported modules and the classes made from them, filled by _import()
 
 
 class Adapter(base.Adapter):
     name = "singa"
+    title = "Singa"
+    oom_text = ("out of memory", "bad_alloc", "cannot allocate memory")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -50,7 +51,6 @@ class Adapter(base.Adapter):
         self._initial = []  # device copies of _states at build time
         self._tx = self._ty = None  # the graph's input tensors, refilled each step
         self._loss_sum = None
-        self._steps = 0
         self.graph_runs = 0  # training runs of the buffered graph since build (trace.py divides by it)
         self._arrays = None
         self._x_epoch = self._y_epoch = None
@@ -84,8 +84,7 @@ class Adapter(base.Adapter):
                 "conda packages) in this environment".format(
                     sg["version"], ", ".join(sorted(k for k in dir(sg["wrap"]) if k.startswith("USE_")))))
         elif self.config["device"] != "cpu":
-            raise base.Unsupported("device {!r} is not supported by the Singa adapter (cpu)".format(
-                self.config["device"]))
+            raise base.not_supported("device", self.config["device"], self.title, " (cpu)")
         else:
             self.dev = sg["device"].get_default_device()
         self.dev.SetRandSeed(int(self.config["seed"]))
@@ -172,10 +171,7 @@ class Adapter(base.Adapter):
         import numpy as np
 
         size = self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         index = np.asarray(order[:steps * size], dtype=np.int64)
         x, y = self._arrays["x_train"], self._arrays["y_train"]
         shape = (steps, size) + x.shape[1:]
@@ -204,13 +200,11 @@ class Adapter(base.Adapter):
     def synchronize(self):
         self.dev.Sync()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = float(HostIO.get(self._loss_sum)[0]) / self._steps
+    def read_loss_sum(self):
+        return float(HostIO.get(self._loss_sum)[0])
+
+    def clear_loss_sum(self):
         self._loss_sum.set_value(0.0)
-        self._steps = 0
-        return value
 
     def forward_shape(self, batch):
         import numpy as np
@@ -252,11 +246,6 @@ class Adapter(base.Adapter):
         from workers.adapters.singa import trace
 
         return trace.Tracer(self)
-
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
-        return isinstance(exc, RuntimeError) and any(t in str(exc).lower() for t in _OOM_TEXT)
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -471,7 +460,7 @@ class _Translator(object):
             return self.residual(node, shape)
         if op == "concat":
             return self.concat(node, shape)
-        raise base.Unsupported("layer op {!r} is not supported by the Singa adapter".format(op))
+        raise base.not_supported("layer op", op, "Singa")
 
     def keep(self, node, shape, made):
         self.made.append((node, made, shape[0]))

@@ -16,13 +16,14 @@ import platform
 from workers import data, models
 from workers.adapters import base
 
-_OOM_TEXT = ("oom when allocating", "out of memory", "can't allocate memory")
 _LAYERS = {}  # the custom Keras layer classes, made once keras is imported
 _SEED_STRIDE = 100003  # per-layer initialiser and dropout seeds: seed * stride + layer number
 
 
 class Adapter(base.Adapter):
     name = "tensorflow"
+    title = "TensorFlow"
+    oom_text = ("oom when allocating", "out of memory", "can't allocate memory")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -36,7 +37,6 @@ class Adapter(base.Adapter):
         self._optimizer_initial = None  # numpy copies of the optimizer's variables right after build
         self._train_fn = self._eval_fn = self._infer_fn = self._output = None
         self._loss_sum = None
-        self._steps = 0
         self._x = self._y = None  # host arrays (NHWC images or token ids) from load_data()
         self._x_val = self._y_val = None  # validation tensors
         self._batches = []
@@ -55,8 +55,7 @@ class Adapter(base.Adapter):
         self.tf, self.keras = tf, keras
         device = self.config["device"]
         if device not in ("cpu", "cuda"):
-            raise base.Unsupported("device {!r} is not supported by the TensorFlow adapter "
-                                   "(cpu or cuda)".format(device))
+            raise base.not_supported("device", device, self.title, " (cpu or cuda)")
         if device == "cuda":
             _check_cuda(tf)
             budget = self.gpu_memory_budget()
@@ -137,8 +136,7 @@ class Adapter(base.Adapter):
         if cfg["optimizer"] == "rmsprop":
             return optimizers.RMSprop(learning_rate=cfg["lr"], rho=0.99, momentum=0.0,
                                       epsilon=1e-8, centered=False)
-        raise base.Unsupported("optimizer {!r} is not supported by the TensorFlow adapter".format(
-            cfg["optimizer"]))
+        raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def _make_functions(self, arch):
         """Trace the training graph now (untimed), not in the first timed step.
@@ -209,10 +207,7 @@ class Adapter(base.Adapter):
         import numpy as np
 
         size = self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         index = np.asarray(order[:steps * size], dtype=np.int64)
         x, y = self._x[index], self._y[index]
         self._batches = []
@@ -239,13 +234,11 @@ class Adapter(base.Adapter):
         if self.gpu:
             self.tf.test.experimental.sync_devices()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = float(self._loss_sum.numpy()) / self._steps
+    def read_loss_sum(self):
+        return float(self._loss_sum.numpy())
+
+    def clear_loss_sum(self):
         self._loss_sum.assign(0.0)
-        self._steps = 0
-        return value
 
     def evaluate(self):
         size, n = self.config["batch_size"], int(self._y_val.shape[0])
@@ -263,15 +256,13 @@ class Adapter(base.Adapter):
 
         return trace.Tracer()
 
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
+    def oom_types(self):
         errors = getattr(self.tf, "errors", None)
-        if errors is not None and isinstance(exc, errors.ResourceExhaustedError):
-            return True
-        text = str(exc).lower()
-        op_error = errors.OpError if errors is not None else RuntimeError
-        return isinstance(exc, (op_error, RuntimeError)) and any(t in text for t in _OOM_TEXT)
+        return (errors.ResourceExhaustedError,) if errors is not None else ()
+
+    def oom_text_types(self):
+        errors = getattr(self.tf, "errors", None)
+        return (errors.OpError if errors is not None else RuntimeError, RuntimeError)
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -362,15 +353,13 @@ def _channels_last(np, x):
 
 
 def _check_cuda(tf):
-    if not tf.test.is_built_with_cuda():
-        raise base.Unavailable(
-            "tensorflow {} is a CPU-only build (tensorflow-cpu); install tensorflow[and-cuda] of the "
-            "same version in this environment instead to run on cuda".format(tf.__version__))
-    if not tf.config.list_physical_devices("GPU"):
-        raise base.Unavailable(
-            "tensorflow {} is built with CUDA {} but sees no GPU; check the NVIDIA driver "
-            "(nvidia-smi), CUDA_VISIBLE_DEVICES and the CUDA libraries tensorflow[and-cuda] "
-            "installs".format(tf.__version__, tf.sysconfig.get_build_info().get("cuda_version")))
+    base.check_cuda(
+        "tensorflow {}".format(tf.__version__), tf.test.is_built_with_cuda(),
+        lambda: bool(tf.config.list_physical_devices("GPU")),
+        "tensorflow[and-cuda] of the same version in this environment instead",
+        "is built with CUDA {} but sees no GPU".format(tf.sysconfig.get_build_info().get("cuda_version")),
+        note=" (tensorflow-cpu)",
+        look_at=", CUDA_VISIBLE_DEVICES and the CUDA libraries tensorflow[and-cuda] installs")
 
 
 def _hide_gpus(tf):
@@ -474,7 +463,7 @@ class _Builder(object):
             return layers.Embedding(node["vocab"], node["dim"], embeddings_initializer=init)(x)
         if op == "gru":
             return self.gru(node, x, shape)
-        raise base.Unsupported("layer op {!r} is not supported by the TensorFlow adapter".format(op))
+        raise base.not_supported("layer op", op, "TensorFlow")
 
     def conv(self, node, x, shape):
         layers, k, s, p = self.layers, node["kernel"], node["stride"], node["padding"]
