@@ -22,14 +22,15 @@ Conventions every translator must follow (see docs/models.md):
   ``reset_after=True`` is the same function with the gates in the order update, reset, new.
 
 The package: ``reference`` holds the numbers every framework is set to (initialisation, batch
-norm); ``vocabulary`` the layer constructors; ``shapes``
+norm, optimizers, the adaptive pool's matrix); ``vocabulary`` the layer constructors; ``shapes``
 the shape and parameter inference; ``zoo`` the models themselves. Every public name is importable
 from ``workers.models`` as before the split (the orchestrator and the tests do).
 """
 
 from workers.models.reference import (  # noqa: F401
-    ALL_MODELS, BN_EPS, BN_MOMENTUM, CHANNELS_LAST_MIN_SIZE, EMBEDDING, GRU_UNITS, INIT, MODELS, OOV,
-    PAD, RECURRENT, SEQ_LEN, START, VOCAB, fans, init_scale,
+    ADAM_BETA1, ADAM_BETA2, ADAM_EPS, ALL_MODELS, BN_EPS, BN_MOMENTUM, CHANNELS_LAST_MIN_SIZE,
+    EMBEDDING, GRU_UNITS, INIT, MODELS, OOV, PAD, RECURRENT, RMSPROP_ALPHA, RMSPROP_EPS, SEQ_LEN,
+    START, VOCAB, fans, init_scale, pool_bins, pool_matrix,
 )
 from workers.models.shapes import infer, node_parameters, out_shape  # noqa: F401
 from workers.models.vocabulary import (  # noqa: F401

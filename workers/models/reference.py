@@ -1,6 +1,6 @@
 """The numbers every framework is set to, so that none starts from its own defaults: which
-models exist, the IMDB network's sizes, batch norm's and the initialisation's constants.
-Standard library, Python 3.6.
+models exist, the IMDB network's sizes, batch norm's, the optimizers' and the initialisation's
+constants, and the adaptive average pool's averaging matrix. Standard library, Python 3.6.
 """
 
 import math
@@ -29,6 +29,15 @@ BN_MOMENTUM = 0.1
 # ResNet50 was 1.35x slower in it. Here, not in the adapter, because the orchestrator's fairness
 # notes name it too, and the orchestrator never imports an adapter.
 CHANNELS_LAST_MIN_SIZE = 64
+
+# PyTorch's optimizer defaults, the reference every other adapter writes out for its own optimizer
+# where that framework's defaults differ (docs/frameworks/<framework>.md): Adam's betas and epsilon,
+# RMSProp's smoothing constant (alpha; Keras's and Paddle's rho, MXNet's gamma1) and epsilon.
+ADAM_BETA1 = 0.9
+ADAM_BETA2 = 0.999
+ADAM_EPS = 1e-8
+RMSPROP_ALPHA = 0.99
+RMSPROP_EPS = 1e-8
 
 # The initialisation every adapter applies after building, so that no framework starts from a
 # better or worse place because of its own defaults. "scale" names how to compute the number
@@ -94,3 +103,19 @@ def fans(node, in_channels):
         return node["vocab"], node["dim"]
     area = node["kernel"] * node["kernel"]
     return in_channels // node["groups"] * area, node["out"] * area
+
+
+def pool_bins(size, out):
+    """[(start, end)] of PyTorch's adaptive average pool along one axis of ``size`` to ``out``:
+    output i averages inputs floor(i * size / out) to ceil((i + 1) * size / out) - 1 (end is
+    exclusive). The bins need not be equal or disjoint (AlexNet's 1x1 map to 6x6)."""
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def pool_matrix(size, out):
+    """(out, size) averaging matrix of PyTorch's adaptive average pool along one axis, for the
+    frameworks that have no adaptive pool of that shape (out = A_h . x . A_w^T)."""
+    rows = []
+    for start, end in pool_bins(size, out):
+        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(size)])
+    return rows

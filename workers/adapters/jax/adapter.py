@@ -16,7 +16,7 @@ set before jax is imported, sizes it (docs/frameworks/jax.md says what else was 
 import os
 import platform
 
-from workers import data
+from workers import data, models
 from workers.adapters import base
 
 _CUDA_PLUGINS = ("jax_cuda13_plugin", "jax_cuda12_plugin")
@@ -129,11 +129,12 @@ class Adapter(base.Adapter):
             # optax's trace is PyTorch's buffer: b = momentum * b + g (from zero, no dampening).
             return optax.sgd(cfg["lr"], momentum=cfg.get("momentum") or None)
         if cfg["optimizer"] == "adam":
-            return optax.adam(cfg["lr"], b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0)
+            return optax.adam(cfg["lr"], b1=models.ADAM_BETA1, b2=models.ADAM_BETA2, eps=models.ADAM_EPS,
+                              eps_root=0.0)
         if cfg["optimizer"] == "rmsprop":
             # PyTorch: alpha 0.99, eps added outside the root, square average from zero.
-            return optax.rmsprop(cfg["lr"], decay=0.99, eps=1e-8, initial_scale=0.0,
-                                 eps_in_sqrt=False, centered=False, momentum=None,
+            return optax.rmsprop(cfg["lr"], decay=models.RMSPROP_ALPHA, eps=models.RMSPROP_EPS,
+                                 initial_scale=0.0, eps_in_sqrt=False, centered=False, momentum=None,
                                  bias_correction=False)
         raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 

@@ -132,10 +132,10 @@ class Adapter(base.Adapter):
         if cfg["optimizer"] == "sgd":
             settings["momentum"] = cfg.get("momentum") or 0.0
         elif cfg["optimizer"] == "adam":
-            settings.update(beta1=0.9, beta2=0.999, epsilon=1e-8)
+            settings.update(beta1=models.ADAM_BETA1, beta2=models.ADAM_BETA2, epsilon=models.ADAM_EPS)
         elif cfg["optimizer"] == "rmsprop":
             # PyTorch's alpha 0.99 is MXNet's gamma1 (MXNet defaults to 0.9).
-            settings.update(gamma1=0.99, epsilon=1e-8, centered=False)
+            settings.update(gamma1=models.RMSPROP_ALPHA, epsilon=models.RMSPROP_EPS, centered=False)
         else:
             raise base.not_supported("optimizer", cfg["optimizer"], self.title)
         # A single context needs no kvstore: updates run locally on the parameters' device.

@@ -22,8 +22,7 @@ _NOTICES = ("No ccache found", "When training, we now always track global mean a
 # Paddle's RMSProp adds epsilon INSIDE the square root (g / sqrt(v + eps)); PyTorch adds it
 # outside (g / (sqrt(v) + eps), eps 1e-8). eps**2 inside gives the same floor of 1e-8 on the
 # denominator and the same step wherever v >> eps**2 (measured: docs/frameworks/paddle.md).
-_TORCH_EPS = 1e-8
-_RMSPROP_EPS = _TORCH_EPS ** 2
+_RMSPROP_EPS = models.RMSPROP_EPS ** 2
 
 
 class Adapter(base.Adapter):
@@ -147,11 +146,11 @@ class Adapter(base.Adapter):
             return opt.SGD(learning_rate=cfg["lr"], parameters=params)
         if cfg["optimizer"] == "adam":
             # Paddle's defaults already equal PyTorch's; written out so that stays true.
-            return opt.Adam(learning_rate=cfg["lr"], beta1=0.9, beta2=0.999, epsilon=_TORCH_EPS,
-                            parameters=params)
+            return opt.Adam(learning_rate=cfg["lr"], beta1=models.ADAM_BETA1, beta2=models.ADAM_BETA2,
+                            epsilon=models.ADAM_EPS, parameters=params)
         if cfg["optimizer"] == "rmsprop":
             # Paddle's defaults are rho 0.95, epsilon 1e-6; PyTorch's alpha is 0.99.
-            return opt.RMSProp(learning_rate=cfg["lr"], rho=0.99, epsilon=_RMSPROP_EPS,
+            return opt.RMSProp(learning_rate=cfg["lr"], rho=models.RMSPROP_ALPHA, epsilon=_RMSPROP_EPS,
                                momentum=0.0, centered=False, parameters=params)
         raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 

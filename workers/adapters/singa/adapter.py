@@ -514,10 +514,10 @@ class _Translator(object):
         if (height, width) == (size, size):
             return lambda x: x
         pool = np.zeros((height * width, size * size), dtype=np.float32)
-        for i in range(size):
-            rows = range(i * height // size, -(-(i + 1) * height // size))
-            for j in range(size):
-                cols = range(j * width // size, -(-(j + 1) * width // size))
+        for i, (top, bottom) in enumerate(models.pool_bins(height, size)):
+            rows = range(top, bottom)
+            for j, (left, right) in enumerate(models.pool_bins(width, size)):
+                cols = range(left, right)
                 for r in rows:
                     for c in cols:
                         pool[r * width + c, i * size + j] = 1.0 / (len(rows) * len(cols))

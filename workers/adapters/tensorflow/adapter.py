@@ -132,10 +132,11 @@ class Adapter(base.Adapter):
         if cfg["optimizer"] == "sgd":
             return optimizers.SGD(learning_rate=cfg["lr"], momentum=cfg.get("momentum") or 0.0)
         if cfg["optimizer"] == "adam":
-            return optimizers.Adam(learning_rate=cfg["lr"], beta_1=0.9, beta_2=0.999, epsilon=1e-8)
+            return optimizers.Adam(learning_rate=cfg["lr"], beta_1=models.ADAM_BETA1, beta_2=models.ADAM_BETA2,
+                                   epsilon=models.ADAM_EPS)
         if cfg["optimizer"] == "rmsprop":
-            return optimizers.RMSprop(learning_rate=cfg["lr"], rho=0.99, momentum=0.0,
-                                      epsilon=1e-8, centered=False)
+            return optimizers.RMSprop(learning_rate=cfg["lr"], rho=models.RMSPROP_ALPHA, momentum=0.0,
+                                      epsilon=models.RMSPROP_EPS, centered=False)
         raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def _make_functions(self, arch):
@@ -504,7 +505,8 @@ class _Builder(object):
             return x
         if h % size == 0 and w % size == 0:
             return self.layers.AveragePooling2D((h // size, w // size))(x)
-        return _layer_classes(self.keras)["adaptive"](_pool_matrix(h, size), _pool_matrix(w, size))(x)
+        pool = _layer_classes(self.keras)["adaptive"]
+        return pool(models.pool_matrix(h, size), models.pool_matrix(w, size))(x)
 
 
 def _padding(kernel, stride, padding):
@@ -516,18 +518,6 @@ def _padding(kernel, stride, padding):
     if padding and stride == 1 and 2 * padding == kernel - 1:
         return "same"
     return "valid"
-
-
-def _pool_matrix(size, out):
-    """(out, size) averaging matrix of PyTorch's adaptive average pool along one axis.
-
-    Output i averages inputs floor(i * size / out) to ceil((i + 1) * size / out) - 1.
-    """
-    rows = []
-    for i in range(out):
-        start, end = (i * size) // out, -((-(i + 1) * size) // out)
-        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(size)])
-    return rows
 
 
 def _layer_classes(keras):
