@@ -78,11 +78,11 @@ def tensors(paddle, batches):
 def solo_model(paddle, args):
     """The model from the project's one translation, initialised as the adapter does."""
     from workers import models
-    from workers.adapters.paddle.adapter import _sequential
+    from workers.adapters.paddle.layers import sequential
 
     paddle.seed(args.seed)
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
-    model = _sequential(paddle, arch["layers"], tuple(arch["input"]))[0]
+    model = sequential(paddle, arch["layers"], tuple(arch["input"]))[0]
     model.train()
     return model
 
