@@ -84,7 +84,7 @@ def make_solo(jax, args, batches):
     import optax
 
     from workers import models
-    from workers.adapters import jax_layers
+    from workers.adapters.jax import layers as jax_layers
 
     arch = models.build_arch(args.model, args.classes, args.image_size)
     net = jax_layers.network(arch)
@@ -126,7 +126,7 @@ def infer_solo(jax, args, batches):
     import jax.numpy as jnp
 
     from workers import models
-    from workers.adapters import jax_layers
+    from workers.adapters.jax import layers as jax_layers
 
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
     net = jax_layers.network(arch)

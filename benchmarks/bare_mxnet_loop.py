@@ -71,16 +71,15 @@ def arrays(mx, batches):
 def solo_net(mx, args):
     """The Gluon net from the project's one translation, initialised and hybridized as the adapter does."""
     from workers import models
-    from workers.adapters import mxnet as adapter_module
+    from workers.adapters.mxnet import layers
 
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
-    translator = adapter_module.Adapter({})  # only its translation into Gluon blocks is used
-    translator.mx = mx
-    net = translator._sequential(arch["layers"], tuple(arch["input"]))[0]
+    translator = layers.Translator(mx)
+    net = translator.sequential(arch["layers"], tuple(arch["input"]))[0]
     net.initialize(mx.init.Zero(), ctx=mx.cpu())
     mx.random.seed(args.seed)
-    for node, block, channels in translator._layers:
-        adapter_module._initialise(mx, node, block, channels)
+    for node, block, channels in translator.made:
+        layers.initialise(mx, node, block, channels)
     net.hybridize(static_alloc=True, static_shape=True)
     return net
 

@@ -25,7 +25,7 @@ import bare_common  # noqa: E402
 
 
 def setup(args):
-    from workers.adapters import paddle as adapter_module
+    from workers.adapters.paddle import adapter as adapter_module
 
     env = bare_common.set_thread_variables(
         bare_common.THREAD_VARIABLES + ("FLAGS_paddle_num_threads",), args.threads
@@ -78,11 +78,11 @@ def tensors(paddle, batches):
 def solo_model(paddle, args):
     """The model from the project's one translation, initialised as the adapter does."""
     from workers import models
-    from workers.adapters.paddle import _sequential
+    from workers.adapters.paddle.layers import sequential
 
     paddle.seed(args.seed)
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
-    model = _sequential(paddle, arch["layers"], tuple(arch["input"]))[0]
+    model = sequential(paddle, arch["layers"], tuple(arch["input"]))[0]
     model.train()
     return model
 

@@ -88,12 +88,12 @@ def sync_for(torch, device):
 def solo_model(torch, args):
     """The model from the project's one translation, initialised as the adapter does."""
     from workers import models
-    from workers.adapters.pytorch import _sequential
+    from workers.adapters.pytorch.layers import sequential
 
     torch.manual_seed(args.seed)
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
     with torch.no_grad():
-        model = _sequential(torch.nn, arch["layers"], tuple(arch["input"]))[0].train()
+        model = sequential(torch.nn, arch["layers"], tuple(arch["input"]))[0].train()
     if args.device == "cuda":
         torch.backends.cudnn.benchmark = True  # as the adapter sets it
         model = model.to("cuda")

@@ -31,7 +31,7 @@ import bare_common  # noqa: E402
 
 def setup(args):
     bare_common.set_thread_variables(bare_common.THREAD_VARIABLES, args.threads)
-    from workers.adapters import singa as adapter_module
+    from workers.adapters.singa import adapter as adapter_module
 
     sg = adapter_module._import()  # import singa, with the binding's mends
     threads = adapter_module._threads_report(args.threads)
@@ -62,7 +62,7 @@ def bare_model_class(sg):
 
 def device_tensors(sg, dev, batches):
     """The batches as tensors on the device (made untimed, through the adapter's HostIO)."""
-    from workers.adapters.singa_binding import HostIO
+    from workers.adapters.singa.binding import HostIO
 
     made = []
     for x, y in batches:
@@ -98,13 +98,13 @@ def make_infer_step(net, tx):
 
 def make_solo(sg, args, batches):
     from workers import models
-    from workers.adapters import singa as adapter_module
-    from workers.adapters.singa_binding import HostIO
+    from workers.adapters.singa import layers as singa_layers
+    from workers.adapters.singa.binding import HostIO
 
     dev = sg["device"].get_default_device()
     dev.SetRandSeed(args.seed)
     arch = models.build_arch(args.model, args.classes, args.image_size)
-    translator = adapter_module._Translator(sg, dev, args.batch_size)
+    translator = singa_layers.Translator(sg, dev, args.batch_size)
     layers = translator.layers(arch["layers"], tuple(arch["input"]))[0]
     tx, ty = device_tensors(sg, dev, batches[:1])[0]
     net = bare_model_class(sg)(layers, sg["opt"].SGD(lr=args.lr, momentum=args.momentum))
@@ -120,13 +120,13 @@ def on_adapter(sg, adapter, args, batches):
 
 def infer_solo(sg, args, batches):
     from workers import models
-    from workers.adapters import singa as adapter_module
-    from workers.adapters.singa_binding import HostIO
+    from workers.adapters.singa import layers as singa_layers
+    from workers.adapters.singa.binding import HostIO
 
     dev = sg["device"].get_default_device()
     dev.SetRandSeed(args.seed)
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
-    translator = adapter_module._Translator(sg, dev, args.batch_size)
+    translator = singa_layers.Translator(sg, dev, args.batch_size)
     layers = translator.layers(arch["layers"], tuple(arch["input"]))[0]
     tx = device_tensors(sg, dev, batches[:1])[0][0]
     net = bare_model_class(sg)(layers, None)  # no optimizer: nothing is trained

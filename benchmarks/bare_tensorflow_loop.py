@@ -81,11 +81,11 @@ def solo_model(tf, args):
     import keras
 
     from workers import models
-    from workers.adapters.tensorflow import _Builder
+    from workers.adapters.tensorflow.layers import Builder
 
     tf.random.set_seed(args.seed)
     arch = models.build_arch(args.model, args.classes, args.image_size, args.features)
-    return _Builder(keras, args.seed).model(arch)[0]
+    return Builder(keras, args.seed).model(arch)[0]
 
 
 def make_solo(tf, args, batches):

@@ -7,9 +7,9 @@ Run with the JAX environment's interpreter (docs/fairness.md, "JAX's MobileNetV2
 - **grouped**: `lax.conv_general_dilated` with `feature_group_count` = channels, what
   `flax.linen.Conv(feature_group_count=...)` compiles to (the JAX port's layer before issue 22);
 - **shifted**: the same function written as k x k shifted slices of the padded input, each times
-  one row of the kernel, summed (`workers/adapters/jax_layers.py`, `depthwise`).
+  one row of the kernel, summed (`workers/adapters/jax/layers.py`, `depthwise`).
 
-For every depthwise layer of bench's MobileNetV2 at that size (read from workers/models.py), each
+For every depthwise layer of bench's MobileNetV2 at that size (read from workers/models/), each
 way's forward and its gradients with respect to input and kernel are compiled together and timed
 (median of `--repeats` calls after one untimed call); the two ways' outputs and gradients are
 checked to agree. Prints ms per layer and the totals.
@@ -30,7 +30,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from workers import models  # noqa: E402
-from workers.adapters import jax_layers  # noqa: E402
+from workers.adapters.jax import layers as jax_layers  # noqa: E402
 
 
 def depthwise_layers(image_size: int) -> list[tuple[int, int, int, int]]:

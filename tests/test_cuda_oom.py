@@ -38,7 +38,7 @@ def worker_left(run_dir: Path, result: dict | None, stderr: str) -> Path:
 def test_torch_out_of_memory_error_in_the_result_is_oom_with_the_peak(tmp_path):
     traceback = (
         "Traceback (most recent call last):\n"
-        '  File "workers/adapters/pytorch.py", line 176, in train_step\n'
+        '  File "workers/adapters/pytorch/adapter.py", line 176, in train_step\n'
         "    loss.backward()\n"
         f"torch.OutOfMemoryError: {TORCH_OOM}\n"
     )

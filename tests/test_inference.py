@@ -108,7 +108,7 @@ FRAMEWORK = sys.argv[3]
 
 def as_array(x):
     if type(x).__module__.startswith("singa"):
-        from workers.adapters.singa import HostIO
+        from workers.adapters.singa.binding import HostIO
         return HostIO.get(x)
     if hasattr(x, "block_until_ready"):  # a JAX array
         import numpy

@@ -156,7 +156,7 @@ DRIVER = textwrap.dedent(
 
     def check_batchnorm():
         import jax, jax.numpy as jnp
-        from workers.adapters import jax_layers
+        from workers.adapters.jax import layers as jax_layers
         x = np.random.RandomState(0).standard_normal((4, 3, 3, 2)).astype(np.float32) * 2 + 1
         bn = jax_layers.BatchNorm(models.BN_MOMENTUM, models.BN_EPS)
         variables = bn.init(jax.random.PRNGKey(0), jnp.asarray(x), train=False)
@@ -377,7 +377,7 @@ def sweep(jax_python, tmp_path_factory):
 
 def test_module_imports_without_jax():
     code = (
-        "import sys, workers.adapters.jax as j, workers.adapters.jax_trace; "
+        "import sys, workers.adapters.jax as j, workers.adapters.jax.trace; "
         "assert not {'jax', 'flax', 'optax'} & set(sys.modules); print(j.Adapter.name)"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -519,7 +519,7 @@ DEPTHWISE = textwrap.dedent(
     import numpy as np
     import jax, jax.numpy as jnp
     from workers import models
-    from workers.adapters import jax_layers
+    from workers.adapters.jax import layers as jax_layers
 
     # The network: the same parameters, names and shapes either way.
     arch = models.build_arch("mobilenet_v2", 10, 32)

@@ -170,7 +170,7 @@ ENTRY %main.1 (state.1: f32[3,3,3,50], x.1: f32[8,32,32,3]) -> f32[8,32,32,50] {
 
 
 def test_jax_tracer_names_xlas_custom_fusions_from_the_compiled_hlo():
-    from workers.adapters import jax_trace
+    from workers.adapters.jax import trace as jax_trace
 
     roots = jax_trace.custom_fusion_roots(JAX_HLO)
     # The max pool fused with dropout's scaling is named by its reduce-window, not its root multiply.
@@ -181,7 +181,7 @@ def test_jax_tracer_names_xlas_custom_fusions_from_the_compiled_hlo():
 
 
 def test_jax_tracer_counts_self_time_of_nested_thunks():
-    from workers.adapters import jax_trace
+    from workers.adapters.jax import trace as jax_trace
 
     # (start, duration, name): a while loop of 100 ns holding two thunks of 30 and 20 ns, then a copy.
     events = [(0, 100, "while.1"), (10, 30, "add.1"), (50, 20, "xor.1"), (200, 5, "copy.1")]

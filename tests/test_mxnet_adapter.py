@@ -35,7 +35,8 @@ DRIVER = textwrap.dedent(
     import numpy as np
     from tests.driver_checks import configurer, run_checks
     from workers import models, runner
-    from workers.adapters import base, mxnet as adapter_module
+    from workers.adapters import base
+    from workers.adapters.mxnet import layers as mxnet_layers
 
     config, adapter = configurer("mxnet")
 
@@ -113,7 +114,7 @@ DRIVER = textwrap.dedent(
     def check_adaptive_pool():
         # PyTorch's windows: [floor(i*n/s), ceil((i+1)*n/s)), also for inputs smaller than s.
         import mxnet as mx, numpy as np
-        pool = adapter_module._block_classes(mx)["AdaptiveAvgPool"]
+        pool = mxnet_layers.block_classes(mx)["AdaptiveAvgPool"]
         rng, worst = np.random.RandomState(0), {}
         for n, s in ((1, 6), (2, 7), (13, 6), (6, 6), (3, 7)):
             x = rng.standard_normal((2, 3, n, n)).astype("float32")

@@ -28,7 +28,8 @@ DRIVER = textwrap.dedent(
     import numpy as np
     from tests.driver_checks import configurer, run_checks
     from workers import models, runner
-    from workers.adapters import base, singa as adapter_module
+    from workers.adapters import base
+    from workers.adapters.singa import adapter as adapter_module, layers as singa_layers
 
     config, adapter = configurer("singa", epochs=3, dataset_size=320, image_size=16)
 
@@ -69,7 +70,7 @@ DRIVER = textwrap.dedent(
         z = z - np.log(np.exp(z).sum(1, keepdims=True))
         pooled = {}
         for size in (6, 3):  # 5x5 -> 6x6 (bins overlap and repeat), 5x5 -> 3x3 (unequal bins)
-            run = adapter_module._Translator(sg, a.dev, 2).adaptive_avgpool((3, 5, 5), size)
+            run = singa_layers.Translator(sg, a.dev, 2).adaptive_avgpool((3, 5, 5), size)
             got = io.get(run(t))
             want = np.zeros_like(got)
             for i in range(size):

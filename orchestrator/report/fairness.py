@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from orchestrator.config.run_config import RECURRENT_MODELS
 from orchestrator.config.values import cpu_set
 from orchestrator.storage.db import Database
-from workers.adapters.pytorch import CHANNELS_LAST_MIN_SIZE
+from workers.models import CHANNELS_LAST_MIN_SIZE
 
 DOC = "docs/fairness.md"
 # A cell this many times the fastest framework's time, or more, needs an explanation.

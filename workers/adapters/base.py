@@ -36,6 +36,35 @@ def base_unsupported(name, what):
     return Unsupported("the {} adapter has no {}".format(name or "this", what))
 
 
+def not_supported(what, value, title, choices=""):
+    """Unsupported for an option or layer an adapter cannot do: "optimizer 'adam' is not supported
+    by the Singa adapter"; ``choices`` (" (cpu or cuda)") says what it can do instead."""
+    return Unsupported("{} {!r} is not supported by the {} adapter{}".format(what, value, title, choices))
+
+
+def cpu_only_build(who, install, note=""):
+    """Unavailable for a run on cuda with a framework built without CUDA: what to install instead.
+
+    who: the framework and its version; note: what the build is, in brackets, where that helps.
+    """
+    return Unavailable("{} is a CPU-only build{}; install {} to run on cuda".format(who, note, install))
+
+
+def no_gpu_seen(who, blind, look_at=" and CUDA_VISIBLE_DEVICES"):
+    """Unavailable for a CUDA build that sees no GPU: what it is and lacks (``blind``), what to check."""
+    return Unavailable("{} {}; check the NVIDIA driver (nvidia-smi){}".format(who, blind, look_at))
+
+
+def check_cuda(who, cuda_build, sees_gpu, install, blind, note="", look_at=" and CUDA_VISIBLE_DEVICES"):
+    """The check every adapter makes before a cuda run, in one order: a CPU-only build first (the
+    message says what to install), then a CUDA build that sees no GPU. ``sees_gpu`` is a callable,
+    called for a CUDA build only (asking a CPU-only build for its devices may fail)."""
+    if not cuda_build:
+        raise cpu_only_build(who, install, note)
+    if not sees_gpu():
+        raise no_gpu_seen(who, blind, look_at)
+
+
 class Tracer(object):
     """A per-operator (CPU) or per-kernel (GPU) profiler, driven by the shared runner.
 
@@ -73,9 +102,14 @@ class Adapter(object):
     """Base class; see docs/adding-a-framework.md for the contract of each method."""
 
     name = ""
+    title = ""  # the framework's name in messages ("PyTorch")
+    # Lower-case fragments of the framework's out-of-memory messages, found by is_oom() in an
+    # exception of one of oom_text_types() (frameworks raise them as generic runtime errors).
+    oom_text = ()
 
     def __init__(self, config):
         self.config = config
+        self._steps = 0  # training steps since the last epoch_loss(); train_step() counts them
 
     def setup(self):
         """Import the framework, apply thread settings, check the device.
@@ -119,6 +153,16 @@ class Adapter(object):
         """
         raise NotImplementedError
 
+    def epoch_steps(self, order):
+        """The number of full batches of config['batch_size'] in ``order`` (prepare_epoch() drops a
+        partial last one); ValueError when there is not one."""
+        size = self.config["batch_size"]
+        steps = len(order) // size
+        if steps == 0:
+            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
+                size, len(order)))
+        return steps
+
     def train_step(self, index):
         """One optimizer step on batch ``index``; must not synchronise the device."""
         raise NotImplementedError
@@ -133,8 +177,30 @@ class Adapter(object):
         """Block until all queued device work is done."""
 
     def epoch_loss(self):
-        """Mean training loss over the steps since the last call (after synchronize, untimed)."""
+        """Mean training loss over the steps since the last call (after synchronize, untimed).
+
+        Every adapter sums the loss where it is computed (on the device) and reads it here only,
+        never per step; the hooks read and clear that sum.
+        """
+        if not self._steps:
+            return float("nan")
+        value = self.read_loss_sum() / (self._steps * self.losses_per_step())
+        self.clear_loss_sum()
+        self._steps = 0
+        return value
+
+    def read_loss_sum(self):
+        """The loss summed since the last clear_loss_sum(), as a host number (a device read)."""
         raise NotImplementedError
+
+    def clear_loss_sum(self):
+        """Set the loss sum back to zero."""
+        raise NotImplementedError
+
+    def losses_per_step(self):
+        """How many losses each step adds to the sum: 1 (the batch's mean), or the batch size
+        where an adapter sums the per-sample losses."""
+        return 1
 
     def evaluate(self):
         """Return (loss, accuracy) on the validation split."""
@@ -164,8 +230,24 @@ class Adapter(object):
                           "own that bench can read".format(why_not_cupti, self.name))
 
     def is_oom(self, exc):
-        """True when ``exc`` is this framework's out-of-memory error (host or device)."""
-        return isinstance(exc, MemoryError)
+        """True when ``exc`` is this framework's out-of-memory error (host or device): a
+        MemoryError, one of oom_types(), or one of oom_text_types() whose message has oom_text."""
+        if isinstance(exc, MemoryError) or isinstance(exc, self.oom_types()):
+            return True
+        text = self.oom_message(exc)
+        return isinstance(exc, self.oom_text_types()) and any(t in text for t in self.oom_text)
+
+    def oom_types(self):
+        """The framework's own out-of-memory exception classes (none before setup())."""
+        return ()
+
+    def oom_text_types(self):
+        """The exception classes whose message is read for oom_text."""
+        return (RuntimeError,)
+
+    def oom_message(self, exc):
+        """The message as oom_text is matched against it."""
+        return str(exc).lower()
 
     def device_memory(self):
         """What the framework's own allocator says of device memory (bytes), or None.

@@ -196,8 +196,8 @@ class Network(nn.Module):
             short = self.walk(node["shortcut"], x, shape, train, counter)[0] if node["shortcut"] else x
             out = body + short
             return nn.relu(out) if node["post"] == "relu" else out
-        from workers.adapters.base import Unsupported
-        raise Unsupported("layer op {!r} is not supported by the JAX adapter".format(op))
+        from workers.adapters import base
+        raise base.not_supported("layer op", op, "JAX")
 
 
 def depthwise(x, kernel, stride, pad):
@@ -250,18 +250,6 @@ def _adaptive_avgpool(x, size, shape):
         window = (h // size, w // size)
         return nn.avg_pool(x, window, window)
     # PyTorch's overlapping windows as fixed averaging matrices: out = A_h . x . A_w^T.
-    rows = jnp.asarray(_pool_matrix(h, size), x.dtype)
-    cols = jnp.asarray(_pool_matrix(w, size), x.dtype)
+    rows = jnp.asarray(models.pool_matrix(h, size), x.dtype)
+    cols = jnp.asarray(models.pool_matrix(w, size), x.dtype)
     return jnp.einsum("ih,nhwc,jw->nijc", rows, x, cols)
-
-
-def _pool_matrix(size, out):
-    """(out, size) averaging matrix of PyTorch's adaptive average pool along one axis.
-
-    Output i averages inputs floor(i * size / out) to ceil((i + 1) * size / out) - 1.
-    """
-    rows = []
-    for i in range(out):
-        start, end = (i * size) // out, -((-(i + 1) * size) // out)
-        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(size)])
-    return rows

@@ -1,6 +1,6 @@
 """Host <-> tensor copies for singa 3.0.0.dev1, whose SWIG binding lacks the numpy typemaps.
 
-Python 3.6 code, standard library plus numpy; see workers/adapters/singa.py and
+Python 3.6 code, standard library plus numpy; see workers/adapters/singa/adapter.py and
 docs/frameworks/singa.md for why each of these exists and the errors they mend.
 """
 

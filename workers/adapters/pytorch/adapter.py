@@ -10,13 +10,14 @@ import platform
 
 from workers import data, models
 from workers.adapters import base
+from workers.adapters.pytorch import layers
 
-_OOM_TEXT = ("out of memory", "can't allocate memory")
-_RESIDUAL = []  # the Residual and Concat nn.Module classes, made once torch is imported
 
 
 class Adapter(base.Adapter):
     name = "pytorch"
+    title = "PyTorch"
+    oom_text = ("out of memory", "can't allocate memory")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -27,7 +28,6 @@ class Adapter(base.Adapter):
         self.optimizer = None
         self._initial = None  # CPU copy of the initial state_dict, for reset()
         self._loss_sum = None
-        self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # host tensors from load_data()
         self._x_epoch = self._y_epoch = None  # this epoch's batches, in order (pinned on cuda)
         self._batches = []
@@ -71,8 +71,7 @@ class Adapter(base.Adapter):
             self.device = torch.device("cpu")
             info["device_name"] = base.cpu_name()
         else:
-            raise base.Unsupported("device {!r} is not supported by the PyTorch adapter "
-                                   "(cpu or cuda)".format(self.config["device"]))
+            raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
         layout = _memory_format(self.cuda, self.config)
         self.memory_format = getattr(torch, layout)
         info["settings"] = _settings(torch, layout)
@@ -85,7 +84,7 @@ class Adapter(base.Adapter):
         # Seed here too, so the initial weights do not depend on what ran before build().
         torch.manual_seed(self.config["seed"])
         with torch.no_grad():
-            model, shape = _sequential(torch.nn, arch["layers"], tuple(arch["input"]))
+            model, shape = layers.sequential(torch.nn, arch["layers"], tuple(arch["input"]))
         if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         self.model = model.to(self.device).train()
@@ -121,8 +120,7 @@ class Adapter(base.Adapter):
             return optim.Adam(params, lr=cfg["lr"])
         if cfg["optimizer"] == "rmsprop":
             return optim.RMSprop(params, lr=cfg["lr"])
-        raise base.Unsupported("optimizer {!r} is not supported by the PyTorch adapter".format(
-            cfg["optimizer"]))
+        raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def reset(self):
         # Reseed too: every repeat then draws the same dropout masks, so repeats are comparable.
@@ -144,10 +142,7 @@ class Adapter(base.Adapter):
 
     def prepare_epoch(self, order):
         torch, size = self.torch, self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         # Copies of the previous epoch may still read the pinned buffer we are about to refill.
         self.synchronize()
         shape = (steps * size,) + tuple(self._x.shape[1:])
@@ -192,13 +187,11 @@ class Adapter(base.Adapter):
         if self.cuda:
             self.torch.cuda.synchronize()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = self._loss_sum.item() / self._steps
+    def read_loss_sum(self):
+        return self._loss_sum.item()
+
+    def clear_loss_sum(self):
         self._loss_sum.zero_()
-        self._steps = 0
-        return value
 
     def evaluate(self):
         torch, size, n = self.torch, self.config["batch_size"], len(self._y_val)
@@ -222,14 +215,14 @@ class Adapter(base.Adapter):
         return total.item() / n, correct.item() / n
 
     def tracer(self):
-        from workers.adapters import pytorch_trace
+        from workers.adapters.pytorch import trace
 
-        return pytorch_trace.CpuTracer()
+        return trace.CpuTracer()
 
     def gpu_tracer(self, why_not_cupti):
-        from workers.adapters import pytorch_trace
+        from workers.adapters.pytorch import trace
 
-        return pytorch_trace.CudaTracer(why_not_cupti)
+        return trace.CudaTracer(why_not_cupti)
 
     def device_memory(self):
         if not self.cuda:
@@ -245,14 +238,9 @@ class Adapter(base.Adapter):
             "total_memory": int(cuda.get_device_properties(0).total_memory),
         }
 
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
+    def oom_types(self):
         oom = getattr(getattr(self.torch, "cuda", None), "OutOfMemoryError", None)
-        if oom is not None and isinstance(exc, oom):
-            return True
-        text = str(exc).lower()
-        return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
+        return (oom,) if oom is not None else ()
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -275,15 +263,12 @@ def _apply_threads(torch, n):
 
 
 MEMORY_FORMATS = ("channels_last", "contiguous_format")
-# channels_last from this image size up, on the CPU (docs/fairness.md, "PyTorch"): measured faster
-# for ResNet50 at 64, 128 and 224 px and VGG16 at 224 px; at 32 px ResNet50 was 1.35x slower in it.
-CHANNELS_LAST_MIN_SIZE = 64
 
 
 def _memory_format(cuda, config):
     """The layout of image batches and convolution weights: BENCH_TORCH_MEMORY_FORMAT where set
     (channels_last or contiguous_format); else channels_last for image models on the CPU from
-    CHANNELS_LAST_MIN_SIZE px (oneDNN's native layout), and PyTorch's default otherwise (on CUDA
+    models.CHANNELS_LAST_MIN_SIZE px (oneDNN's native layout), and PyTorch's default otherwise (on CUDA
     not measured)."""
     value = os.environ.get("BENCH_TORCH_MEMORY_FORMAT")
     if value:
@@ -292,7 +277,7 @@ def _memory_format(cuda, config):
                 value, " or ".join(MEMORY_FORMATS)))
         return value
     image = config.get("model") not in models.RECURRENT
-    if cuda or not image or int(config.get("image_size") or 0) < CHANNELS_LAST_MIN_SIZE:
+    if cuda or not image or int(config.get("image_size") or 0) < models.CHANNELS_LAST_MIN_SIZE:
         return "contiguous_format"
     return "channels_last"
 
@@ -312,138 +297,7 @@ def _settings(torch, layout):
 
 
 def _check_cuda(torch):
-    if torch.cuda.is_available():
-        return
-    if torch.version.cuda is None:
-        raise base.Unavailable(
-            "torch {} is a CPU-only build; install a CUDA build of torch in this environment "
-            "(a wheel from the pytorch.org CUDA index) to run on cuda".format(torch.__version__))
-    raise base.Unavailable(
-        "torch {} is built with CUDA {} but no CUDA device is visible; check the NVIDIA driver "
-        "(nvidia-smi) and CUDA_VISIBLE_DEVICES".format(torch.__version__, torch.version.cuda))
-
-
-
-# -- translation of workers.models data into torch.nn --------------------------------------
-
-
-def _sequential(nn, layers, shape):
-    """nn.Sequential for a layer list, and its output shape.
-
-    Activations run in place (as torchvision's do) except as the first layer of a list: its
-    input is also read by someone else (the batch buffer, or a residual's shortcut).
-    """
-    modules = []
-    for i, node in enumerate(layers):
-        modules.append(_module(nn, node, shape, inplace=i > 0))
-        shape = models.out_shape(node, shape)
-    return nn.Sequential(*modules), shape
-
-
-def _module(nn, node, shape, inplace):
-    op = node["op"]
-    if op == "conv":
-        layer = nn.Conv2d(shape[0], node["out"], node["kernel"], node["stride"],
-                          node["padding"], groups=node["groups"], bias=node["bias"])
-        _initialise(layer, op, models.fans(node, shape[0]))
-        return layer
-    if op == "dense":
-        layer = nn.Linear(shape[0], node["out"], bias=node["bias"])
-        _initialise(layer, op, models.fans(node, shape[0]))
-        return layer
-    if op == "bn":
-        norm = nn.BatchNorm2d if len(shape) == 3 else nn.BatchNorm1d
-        layer = norm(shape[0], eps=node["eps"], momentum=node["momentum"])
-        _initialise(layer, op, None)
-        return layer
-    if op in ("relu", "relu6"):
-        return (nn.ReLU if op == "relu" else nn.ReLU6)(inplace=inplace)
-    if op == "maxpool":
-        return nn.MaxPool2d(node["kernel"], node["stride"], node["padding"])
-    if op == "adaptive_avgpool":
-        return nn.AdaptiveAvgPool2d(node["size"])
-    if op == "global_avgpool":
-        return nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())
-    if op == "flatten":
-        return nn.Flatten()
-    if op == "dropout":
-        return nn.Dropout(node["p"])
-    if op == "embedding":
-        layer = nn.Embedding(node["vocab"], node["dim"])
-        _initialise(layer, op, models.fans(node, shape[-1]))
-        return layer
-    if op == "gru":
-        layer = nn.GRU(shape[-1], node["hidden"], batch_first=True)
-        # weight_ih_l0, weight_hh_l0 (gates r, z, n stacked), bias_ih_l0, bias_hh_l0
-        rules = models.INIT[op]
-        for name, tensor in layer.named_parameters():
-            rule = rules["weight" if name.startswith("weight") else "bias"]
-            bound = models.init_scale(rule["scale"], *models.fans(node, shape[-1]))
-            tensor.uniform_(-bound, bound)
-        return _residual_class(nn, "LastState")(layer)
-    if op == "concat":
-        branches = [_sequential(nn, branch, shape)[0] for branch in node["branches"]]
-        return _residual_class(nn, "Concat")(branches)
-    if op == "residual":
-        body = _sequential(nn, node["body"], shape)[0]
-        shortcut = _sequential(nn, node["shortcut"], shape)[0]
-        post = nn.ReLU(inplace=True) if node["post"] == "relu" else None
-        return _residual_class(nn)(body, shortcut, post)
-    raise base.Unsupported("layer op {!r} is not supported by the PyTorch adapter".format(op))
-
-
-def _initialise(layer, op, fans):
-    """Apply models.INIT to a freshly made layer (inside torch.no_grad)."""
-    for name, rule in models.INIT[op].items():
-        tensor = getattr(layer, name)
-        if tensor is None:
-            continue
-        if rule["distribution"] == "constant":
-            tensor.fill_(rule["value"])
-        elif rule["distribution"] == "normal":
-            tensor.normal_(rule["mean"], models.init_scale(rule["scale"], *fans))
-        elif rule["distribution"] == "uniform":
-            bound = models.init_scale(rule["scale"], *fans)
-            tensor.uniform_(-bound, bound)
-        else:
-            raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
-
-
-def _residual_class(nn, name="Residual"):
-    if not _RESIDUAL:
-        import torch
-
-        class Residual(nn.Module):
-            """body(x) + shortcut(x), then post; an empty shortcut Sequential is the identity."""
-
-            def __init__(self, body, shortcut, post):
-                super().__init__()
-                self.body, self.shortcut, self.post = body, shortcut, post
-
-            def forward(self, x):
-                out = self.body(x)
-                out += self.shortcut(x)
-                return out if self.post is None else self.post(out)
-
-        class Concat(nn.Module):
-            """Each branch on the same input, concatenated along the channels in branch order."""
-
-            def __init__(self, branches):
-                super().__init__()
-                self.branches = nn.ModuleList(branches)
-
-            def forward(self, x):
-                return torch.cat([branch(x) for branch in self.branches], 1)
-
-        class LastState(nn.Module):
-            """A batch-first GRU over the whole sequence from a zero state; its last state."""
-
-            def __init__(self, gru):
-                super().__init__()
-                self.gru = gru
-
-            def forward(self, x):
-                return self.gru(x)[1][-1]
-
-        _RESIDUAL.append({"Residual": Residual, "Concat": Concat, "LastState": LastState})
-    return _RESIDUAL[0][name]
+    base.check_cuda(
+        "torch {}".format(torch.__version__), torch.version.cuda is not None, torch.cuda.is_available,
+        "a CUDA build of torch in this environment (a wheel from the pytorch.org CUDA index)",
+        "is built with CUDA {} but no CUDA device is visible".format(torch.version.cuda))

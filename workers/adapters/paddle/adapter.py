@@ -16,19 +16,21 @@ import warnings
 
 from workers import data, models
 from workers.adapters import base
+from workers.adapters.paddle import layers
 
-_OOM_TEXT = ("out of memory", "resourceexhausted", "cannot allocate memory")
-_RESIDUAL = []  # the Residual, Concat and LastState nn.Layer classes, made once paddle is imported
 _NOTICES = ("No ccache found", "When training, we now always track global mean and variance")
 # Paddle's RMSProp adds epsilon INSIDE the square root (g / sqrt(v + eps)); PyTorch adds it
 # outside (g / (sqrt(v) + eps), eps 1e-8). eps**2 inside gives the same floor of 1e-8 on the
 # denominator and the same step wherever v >> eps**2 (measured: docs/frameworks/paddle.md).
-_TORCH_EPS = 1e-8
-_RMSPROP_EPS = _TORCH_EPS ** 2
+_RMSPROP_EPS = models.RMSPROP_EPS ** 2
 
 
 class Adapter(base.Adapter):
     name = "paddle"
+    title = "Paddle"
+    # Matched with the spaces taken out of both (oom_message): Paddle writes "ResourceExhausted"
+    # in some messages and "Resource exhausted" in others.
+    oom_text = ("outofmemory", "resourceexhausted", "cannotallocatememory")
     # "eager" (dynamic graph, Paddle 3's default) or "to_static" (forward converted to a static
     # program by paddle.jit.to_static); switchable for the measurements in the docs.
     training_path = "eager"
@@ -44,7 +46,6 @@ class Adapter(base.Adapter):
         self._trainable = []
         self._initial = None  # copy of the initial state_dict (host memory), for reset()
         self._loss_sum = None
-        self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # numpy arrays from load_data()
         self._batches = []
         self._output = None  # the last inference step's output
@@ -87,8 +88,7 @@ class Adapter(base.Adapter):
             paddle.set_device("cpu")
             info["device_name"] = base.cpu_name()
         else:
-            raise base.Unsupported("device {!r} is not supported by the Paddle adapter "
-                                   "(cpu or cuda)".format(self.config["device"]))
+            raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
         paddle.seed(self.config["seed"])
         return info
 
@@ -99,7 +99,7 @@ class Adapter(base.Adapter):
         self._release()
         # Seed here too: the initialisers draw from the global generator as layers are made.
         paddle.seed(self.config["seed"])
-        model, shape = _sequential(paddle, arch["layers"], tuple(arch["input"]))
+        model, shape = layers.sequential(paddle, arch["layers"], tuple(arch["input"]))
         if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         model.train()
@@ -146,14 +146,13 @@ class Adapter(base.Adapter):
             return opt.SGD(learning_rate=cfg["lr"], parameters=params)
         if cfg["optimizer"] == "adam":
             # Paddle's defaults already equal PyTorch's; written out so that stays true.
-            return opt.Adam(learning_rate=cfg["lr"], beta1=0.9, beta2=0.999, epsilon=_TORCH_EPS,
-                            parameters=params)
+            return opt.Adam(learning_rate=cfg["lr"], beta1=models.ADAM_BETA1, beta2=models.ADAM_BETA2,
+                            epsilon=models.ADAM_EPS, parameters=params)
         if cfg["optimizer"] == "rmsprop":
             # Paddle's defaults are rho 0.95, epsilon 1e-6; PyTorch's alpha is 0.99.
-            return opt.RMSProp(learning_rate=cfg["lr"], rho=0.99, epsilon=_RMSPROP_EPS,
+            return opt.RMSProp(learning_rate=cfg["lr"], rho=models.RMSPROP_ALPHA, epsilon=_RMSPROP_EPS,
                                momentum=0.0, centered=False, parameters=params)
-        raise base.Unsupported("optimizer {!r} is not supported by the Paddle adapter".format(
-            cfg["optimizer"]))
+        raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def reset(self):
         # Reseed too: every repeat then draws the same dropout masks, so repeats are comparable.
@@ -176,10 +175,7 @@ class Adapter(base.Adapter):
         import numpy as np
 
         size = self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         self.synchronize()  # the previous epoch's copies may still read the old batches
         self._batches = []
         index = np.asarray(order[:steps * size], dtype=np.int64)
@@ -219,13 +215,11 @@ class Adapter(base.Adapter):
         if self.cuda:
             self.paddle.device.synchronize()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = float(self._loss_sum) / self._steps
+    def read_loss_sum(self):
+        return float(self._loss_sum)
+
+    def clear_loss_sum(self):
         self._loss_sum.zero_()
-        self._steps = 0
-        return value
 
     def evaluate(self):
         paddle, size, n = self.paddle, self.config["batch_size"], len(self._y_val)
@@ -248,16 +242,14 @@ class Adapter(base.Adapter):
         return float(total) / n, int(correct) / n
 
     def tracer(self):
-        from workers.adapters import paddle_trace
+        from workers.adapters.paddle import trace
 
-        return paddle_trace.Tracer()
+        return trace.Tracer()
 
-    def is_oom(self, exc):
-        # Paddle raises its ResourceExhausted errors (host and device) as MemoryError.
-        if isinstance(exc, MemoryError):
-            return True
-        text = str(exc).lower().replace(" ", "")
-        return isinstance(exc, RuntimeError) and any(t.replace(" ", "") in text for t in _OOM_TEXT)
+    def oom_message(self, exc):
+        # Paddle raises its ResourceExhausted errors (host and device) as MemoryError, which the
+        # base class takes by type; other messages are read without their spaces.
+        return str(exc).lower().replace(" ", "")
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -344,16 +336,12 @@ def _cuda_version(paddle):
 
 
 def _check_cuda(paddle):
-    if not paddle.is_compiled_with_cuda():
-        raise base.Unavailable(
-            "paddlepaddle {} is a CPU-only build; install the CUDA build (the paddlepaddle-gpu "
-            "wheel of the same version, from Paddle's CUDA package index) in this environment "
-            "to run on cuda".format(paddle.__version__))
-    if paddle.device.cuda.device_count() == 0:
-        raise base.Unavailable(
-            "paddlepaddle {} is built with CUDA {} but no CUDA device is visible; check the NVIDIA "
-            "driver (nvidia-smi) and CUDA_VISIBLE_DEVICES".format(
-                paddle.__version__, _cuda_version(paddle)))
+    base.check_cuda(
+        "paddlepaddle {}".format(paddle.__version__), paddle.is_compiled_with_cuda(),
+        lambda: paddle.device.cuda.device_count() != 0,
+        "the CUDA build (the paddlepaddle-gpu wheel of the same version, from Paddle's CUDA package "
+        "index) in this environment",
+        "is built with CUDA {} but no CUDA device is visible".format(_cuda_version(paddle)))
 
 
 
@@ -362,139 +350,3 @@ def _numel(tensor):
     for dim in tensor.shape:
         count *= int(dim)
     return count
-
-
-# -- translation of workers.models data into paddle.nn -------------------------------------
-
-
-def _sequential(paddle, layers, shape):
-    """paddle.nn.Sequential for a layer list, and its output shape."""
-    made = []
-    for node in layers:
-        made.append(_layer(paddle, node, shape))
-        shape = models.out_shape(node, shape)
-    return paddle.nn.Sequential(*made), shape
-
-
-def _layer(paddle, node, shape):
-    nn, op = paddle.nn, node["op"]
-    if op == "conv":
-        weight, bias = _attrs(paddle, op, models.fans(node, shape[0]), node["bias"])
-        return nn.Conv2D(shape[0], node["out"], node["kernel"], stride=node["stride"],
-                         padding=node["padding"], groups=node["groups"],
-                         weight_attr=weight, bias_attr=bias)
-    if op == "dense":
-        # Paddle stores the weight as (in, out); Glorot's bound is symmetric in the fans.
-        weight, bias = _attrs(paddle, op, models.fans(node, shape[0]), node["bias"])
-        return nn.Linear(shape[0], node["out"], weight_attr=weight, bias_attr=bias)
-    if op == "bn":
-        norm = nn.BatchNorm2D if len(shape) == 3 else nn.BatchNorm1D
-        weight, bias = _attrs(paddle, op, None, True)
-        # Paddle's momentum is the weight of the running statistic: 1 - PyTorch's.
-        return norm(shape[0], momentum=1.0 - node["momentum"], epsilon=node["eps"],
-                    weight_attr=weight, bias_attr=bias)
-    if op == "relu":
-        return nn.ReLU()
-    if op == "relu6":
-        return nn.ReLU6()
-    if op == "maxpool":
-        return nn.MaxPool2D(node["kernel"], node["stride"], node["padding"])
-    if op == "adaptive_avgpool":
-        if tuple(shape[1:]) == (node["size"], node["size"]):
-            return nn.Identity()  # AlexNet and VGG16 at 224 px, as the TensorFlow port skips it
-        return nn.AdaptiveAvgPool2D(node["size"])
-    if op == "global_avgpool":
-        return nn.Sequential(nn.AdaptiveAvgPool2D(1), nn.Flatten())
-    if op == "flatten":
-        return nn.Flatten()
-    if op == "dropout":
-        # Paddle's default mode, upscale_in_train, is PyTorch's inverted dropout.
-        return nn.Dropout(node["p"])
-    if op == "embedding":
-        weight = _attrs(paddle, op, models.fans(node, shape[-1]), False)[0]
-        return nn.Embedding(node["vocab"], node["dim"], weight_attr=weight)
-    if op == "gru":
-        return _gru(paddle, node, shape)
-    if op == "residual":
-        body = _sequential(paddle, node["body"], shape)[0]
-        shortcut = _sequential(paddle, node["shortcut"], shape)[0] if node["shortcut"] else None
-        post = nn.ReLU() if node["post"] == "relu" else None
-        return _residual_class(paddle)(body, shortcut, post)
-    if op == "concat":
-        branches = [_sequential(paddle, branch, shape)[0] for branch in node["branches"]]
-        return _residual_class(paddle, "Concat")(branches)
-    raise base.Unsupported("layer op {!r} is not supported by the Paddle adapter".format(op))
-
-
-def _gru(paddle, node, shape):
-    """paddle.nn.GRU, batch first, from a zero state; its last state.
-
-    Paddle documents PyTorch's GRU: gates r, z, c stacked in that order in weight_ih_l0 (3H, I)
-    and weight_hh_l0 (3H, H), two biases per gate, the recurrent one inside the reset product
-    (c = tanh(W_ic x + b_ic + r * (W_hc h + b_hc)), h' = z * h + (1 - z) * c); the weights load
-    one to one from PyTorch's (tests/test_paddle_adapter.py compares the outputs).
-    """
-    fans = models.fans(node, shape[-1])
-    ih, bias_ih = _attrs(paddle, "gru", fans, True)  # one ParamAttr per parameter
-    hh, bias_hh = _attrs(paddle, "gru", fans, True)
-    gru = paddle.nn.GRU(shape[-1], node["hidden"], time_major=False, weight_ih_attr=ih,
-                        weight_hh_attr=hh, bias_ih_attr=bias_ih, bias_hh_attr=bias_hh)
-    return _residual_class(paddle, "LastState")(gru)
-
-
-def _attrs(paddle, op, fans, with_bias):
-    """(weight_attr, bias_attr) applying models.INIT; bias_attr False when there is no bias."""
-    made = {}
-    for name, rule in models.INIT[op].items():
-        made[name] = paddle.ParamAttr(initializer=_initializer(paddle.nn.initializer, rule, fans))
-    return made["weight"], (made["bias"] if with_bias else False)
-
-
-def _initializer(init, rule, fans):
-    if rule["distribution"] == "constant":
-        return init.Constant(rule["value"])
-    if rule["distribution"] == "normal":
-        return init.Normal(rule["mean"], models.init_scale(rule["scale"], *fans))
-    if rule["distribution"] == "uniform":
-        bound = models.init_scale(rule["scale"], *fans)
-        return init.Uniform(-bound, bound)
-    raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
-
-
-def _residual_class(paddle, name="Residual"):
-    if not _RESIDUAL:
-
-        class Residual(paddle.nn.Layer):
-            """body(x) + shortcut(x), then post; no shortcut is the identity."""
-
-            def __init__(self, body, shortcut, post):
-                super().__init__()
-                self.body, self.shortcut, self.post = body, shortcut, post
-
-            def forward(self, x):
-                out = self.body(x)
-                out = out + (x if self.shortcut is None else self.shortcut(x))
-                return out if self.post is None else self.post(out)
-
-        class Concat(paddle.nn.Layer):
-            """Each branch on the same input, concatenated along the channels in branch order."""
-
-            def __init__(self, branches):
-                super().__init__()
-                self.branches = paddle.nn.LayerList(branches)
-
-            def forward(self, x):
-                return paddle.concat([branch(x) for branch in self.branches], axis=1)
-
-        class LastState(paddle.nn.Layer):
-            """A batch-first GRU over the whole sequence from a zero state; its last state."""
-
-            def __init__(self, gru):
-                super().__init__()
-                self.gru = gru
-
-            def forward(self, x):
-                return self.gru(x)[1][-1]
-
-        _RESIDUAL.append({"Residual": Residual, "Concat": Concat, "LastState": LastState})
-    return _RESIDUAL[0][name]

@@ -28,17 +28,19 @@ import gc
 import os
 import platform
 
-from workers import data, models
+from workers import data
 from workers.adapters import base
-from workers.adapters.singa_binding import HostIO
+from workers.adapters.singa import layers
+from workers.adapters.singa.binding import HostIO
 
-_OOM_TEXT = ("out of memory", "bad_alloc", "cannot allocate memory")
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _SINGA = {}  # the imported modules and the classes made from them, filled by _import()
 
 
 class Adapter(base.Adapter):
     name = "singa"
+    title = "Singa"
+    oom_text = ("out of memory", "bad_alloc", "cannot allocate memory")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -50,8 +52,7 @@ class Adapter(base.Adapter):
         self._initial = []  # device copies of _states at build time
         self._tx = self._ty = None  # the graph's input tensors, refilled each step
         self._loss_sum = None
-        self._steps = 0
-        self.graph_runs = 0  # training runs of the buffered graph since build (singa_trace divides by it)
+        self.graph_runs = 0  # training runs of the buffered graph since build (trace.py divides by it)
         self._arrays = None
         self._x_epoch = self._y_epoch = None
         self._output = None  # the last inference step's output
@@ -84,8 +85,7 @@ class Adapter(base.Adapter):
                 "conda packages) in this environment".format(
                     sg["version"], ", ".join(sorted(k for k in dir(sg["wrap"]) if k.startswith("USE_")))))
         elif self.config["device"] != "cpu":
-            raise base.Unsupported("device {!r} is not supported by the Singa adapter (cpu)".format(
-                self.config["device"]))
+            raise base.not_supported("device", self.config["device"], self.title, " (cpu)")
         else:
             self.dev = sg["device"].get_default_device()
         self.dev.SetRandSeed(int(self.config["seed"]))
@@ -122,7 +122,7 @@ class Adapter(base.Adapter):
         HostIO.put(self._ty, np.zeros(size, dtype=np.int32))
         self._loss_sum = sg["tensor"].Tensor((1,), self.dev)
         self._loss_sum.set_value(0.0)
-        translator = _Translator(sg, self.dev, size)
+        translator = layers.Translator(sg, self.dev, size)
         steps, out = translator.layers(arch["layers"], shape)
         if list(out) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(out)))
@@ -172,10 +172,7 @@ class Adapter(base.Adapter):
         import numpy as np
 
         size = self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         index = np.asarray(order[:steps * size], dtype=np.int64)
         x, y = self._arrays["x_train"], self._arrays["y_train"]
         shape = (steps, size) + x.shape[1:]
@@ -204,13 +201,11 @@ class Adapter(base.Adapter):
     def synchronize(self):
         self.dev.Sync()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = float(HostIO.get(self._loss_sum)[0]) / self._steps
+    def read_loss_sum(self):
+        return float(HostIO.get(self._loss_sum)[0])
+
+    def clear_loss_sum(self):
         self._loss_sum.set_value(0.0)
-        self._steps = 0
-        return value
 
     def forward_shape(self, batch):
         import numpy as np
@@ -249,14 +244,9 @@ class Adapter(base.Adapter):
         return total / len(y), correct / len(y)
 
     def tracer(self):
-        from workers.adapters import singa_trace
+        from workers.adapters.singa import trace
 
-        return singa_trace.Tracer(self)
-
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
-        return isinstance(exc, RuntimeError) and any(t in str(exc).lower() for t in _OOM_TEXT)
+        return trace.Tracer(self)
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -278,7 +268,7 @@ def _import():
     HostIO.wrap = singa_wrap
     _SINGA.update(version=getattr(singa, "__version__", "unknown"), wrap=singa_wrap, tensor=tensor,
                   autograd=autograd, device=device, layer=layer, opt=opt)
-    _SINGA.update(_classes(autograd, layer, model, singa_wrap))
+    _SINGA.update(layers.classes(autograd, layer, model, singa_wrap))
     return _SINGA
 
 
@@ -322,257 +312,3 @@ def _recurrent_reason(sg, device):
     return ("gru on cuda: singa {}'s cuDNN GRU (layer.CudnnRNN, rnn_mode 'gru') exists, but {}; "
             "bench does not wire the cuDNN RNN without that (and has never run it: no CUDA build "
             "of singa was available)".format(sg["version"], no_embedding))
-
-
-# -- classes built on singa's own ----------------------------------------------------------
-
-
-def _classes(autograd, layer, model, wrap):
-    """Dropout, batch norm and the Model subclass, defined once singa is imported."""
-
-    class Dropout(autograd.Dropout):
-        """autograd.Dropout with the inverted-dropout scale 1 / (1 - ratio)."""
-
-        def forward(self, x):
-            if autograd.training:
-                self.scale = 1.0 / (1.0 - self.ratio)
-                self.mask = wrap.Tensor(list(x.shape()), x.device())
-                wrap.Bernoulli(1.0 - self.ratio, self.mask)
-                x = wrap.MultFloat(wrap.__mul__(self.mask, x), self.scale)
-            return x
-
-    class BatchNormOp(autograd._BatchNorm2d):
-        """Singa's CPU batch norm, with its vector-returning kernels unpacked."""
-
-        def forward(self, x, scale, bias):
-            if not autograd.training:
-                return wrap.CpuBatchNormForwardInference(
-                    self.handle, x, scale, bias, self.running_mean, self.running_var)
-            y, mean, var = HostIO.unpack(wrap.CpuBatchNormForwardTraining(
-                self.handle, x, scale, bias, self.running_mean, self.running_var), 3)
-            self.cache = (x, scale, mean, var, y, bias)
-            return y
-
-        def backward(self, dy):
-            x, scale, mean, var, y, bias = self.cache
-            return tuple(HostIO.unpack(wrap.CpuBatchNormBackwardx(
-                self.handle, y, dy, x, scale, bias, mean, var), 3))
-
-    class BatchNorm(layer.BatchNorm2d):
-        def forward(self, x):
-            return BatchNormOp(self.handle, self.running_mean, self.running_var)(
-                x, self.scale, self.bias)[0]
-
-    class ConvOp(autograd._Conv2d):
-        """A bias-free convolution that reads a zero bias owned by its layer.
-
-        autograd._Conv2d makes a temporary zero bias tensor for every bias-free forward; a graph
-        buffered from it replays a read of that freed tensor and segfaults on the first step.
-        """
-
-        def __init__(self, handle, zero):
-            super(ConvOp, self).__init__(handle)
-            self.zero = zero
-
-        def forward(self, x, W):
-            if autograd.training:
-                self.inputs = (x, W)
-            return wrap.CpuConvForward(x, W, self.zero, self.handle)
-
-    class Conv(layer.Conv2d):
-        zero = None
-
-        def forward(self, x):
-            if self.bias:
-                return autograd.conv2d(self.handle, x, self.W, self.b)
-            if self.zero is None:
-                graph = x.device.graph_enabled()
-                x.device.EnableGraph(False)  # made now, not buffered
-                self.zero = wrap.Tensor((self.nb_kernels,), x.device)
-                self.zero.SetFloatValue(0.0)
-                x.device.EnableGraph(graph)
-            return ConvOp(self.handle, self.zero)(x, self.W)[0]
-
-    class Net(model.Model):
-        """The translated layer list as a Model: its train_one_batch is what the graph buffers."""
-
-        def __init__(self, steps, optimizer, loss_sum):
-            super(Net, self).__init__()
-            self.steps, self.optimizer, self.loss_sum = steps, optimizer, loss_sum
-
-        def forward(self, x):
-            for step in self.steps:
-                x = step(x)
-            return x
-
-        def train_one_batch(self, x, y):
-            out = self.forward(x)
-            loss = autograd.softmax_cross_entropy(out, y)
-            self.optimizer(loss)
-            self.loss_sum += loss  # buffered too: the loss never leaves the device per step
-            return out, loss
-
-    return {"Conv": Conv, "Dropout": Dropout, "BatchNorm": BatchNorm, "Net": Net}
-
-
-# -- translation of workers.models data into singa -----------------------------------------
-
-
-class _Translator(object):
-    """Turns layer lists into callables on singa tensors and remembers what INIT applies to."""
-
-    def __init__(self, sg, dev, batch_size):
-        self.sg, self.dev, self.batch_size = sg, dev, batch_size
-        self.made = []  # (node, layer object, input channels) for initialise()
-
-    def layers(self, layers, shape):
-        steps = []
-        for node in layers:
-            steps.append(self.step(node, shape))
-            shape = models.out_shape(node, shape)
-        return steps, shape
-
-    def step(self, node, shape):
-        sg, op = self.sg, node["op"]
-        ag, layer = sg["autograd"], sg["layer"]
-        if op == "conv":
-            if node["groups"] != 1:
-                raise base.Unsupported(
-                    "grouped convolution (groups={}): singa {}'s Conv2d raises 'Not implemented "
-                    "yet' for group != 1 on CPU, and its oneDNN CPU kernel is built for groups=1 "
-                    "only".format(node["groups"], sg["version"]))
-            return self.keep(node, shape, sg["Conv"](
-                node["out"], node["kernel"], stride=node["stride"], padding=node["padding"],
-                bias=node["bias"]))
-        if op == "dense":
-            return self.keep(node, shape, layer.Linear(node["out"], bias=node["bias"]))
-        if op == "bn":
-            if abs(node["eps"] - 1e-5) > 1e-12:
-                raise base.Unsupported("batch norm eps {}: singa's CPU kernel fixes it at 1e-5".format(
-                    node["eps"]))
-            # Singa's CPU factor is the new batch's weight: PyTorch's momentum convention.
-            return self.keep(node, shape, sg["BatchNorm"](momentum=node["momentum"]))
-        if op == "relu":
-            return ag.relu
-        if op == "relu6":
-            return lambda x: ag.clip(x, 0.0, 6.0)
-        if op == "maxpool":
-            return layer.MaxPool2d(node["kernel"], node["stride"], node["padding"])
-        if op == "adaptive_avgpool":
-            return self.adaptive_avgpool(shape, node["size"])
-        if op == "global_avgpool":
-            return lambda x: ag.flatten(ag.globalaveragepool(x), 1)
-        if op == "flatten":
-            return lambda x: ag.flatten(x, 1)
-        if op == "dropout":
-            dropout, ratio = sg["Dropout"], node["p"]
-            return lambda x: dropout(ratio)(x)[0]
-        if op == "residual":
-            return self.residual(node, shape)
-        if op == "concat":
-            return self.concat(node, shape)
-        raise base.Unsupported("layer op {!r} is not supported by the Singa adapter".format(op))
-
-    def keep(self, node, shape, made):
-        self.made.append((node, made, shape[0]))
-        return made
-
-    def residual(self, node, shape):
-        body = self.layers(node["body"], shape)[0]
-        shortcut = self.layers(node["shortcut"], shape)[0]
-        ag, post = self.sg["autograd"], node["post"]
-
-        def run(x):
-            out, short = x, x
-            for step in body:
-                out = step(out)
-            for step in shortcut:
-                short = step(short)
-            out = ag.add(out, short)
-            return ag.relu(out) if post == "relu" else out
-
-        return run
-
-    def concat(self, node, shape):
-        if not hasattr(self.sg["wrap"], "VecTensor"):
-            raise base.Unsupported(
-                "concatenation (Inception's module): singa {}'s autograd.cat passes its inputs to "
-                "ConcatOn as a singa_wrap.VecTensor, which this wheel's binding lacks (no "
-                "std::vector<Tensor> typemap: ConcatOn refuses a list too)".format(self.sg["version"]))
-        branches = [self.layers(branch, shape)[0] for branch in node["branches"]]
-        cat = self.sg["autograd"].cat
-
-        def run(x):
-            outs = []
-            for steps in branches:
-                out = x
-                for step in steps:
-                    out = step(out)
-                outs.append(out)
-            return cat(outs, 1)
-
-        return run
-
-    def adaptive_avgpool(self, shape, size):
-        """PyTorch's adaptive average pooling as one product with a fixed (H*W, size*size) matrix.
-
-        Singa has no adaptive pooling; its bins (start floor(i*H/s), end ceil((i+1)*H/s)) need not
-        be equal or disjoint, which AvgPool2d cannot express (e.g. AlexNet's 1x1 map to 6x6).
-        """
-        import numpy as np
-
-        channels, height, width = shape
-        if (height, width) == (size, size):
-            return lambda x: x
-        pool = np.zeros((height * width, size * size), dtype=np.float32)
-        for i in range(size):
-            rows = range(i * height // size, -(-(i + 1) * height // size))
-            for j in range(size):
-                cols = range(j * width // size, -(-(j + 1) * width // size))
-                for r in rows:
-                    for c in cols:
-                        pool[r * width + c, i * size + j] = 1.0 / (len(rows) * len(cols))
-        matrix = self.sg["tensor"].Tensor(pool.shape, self.dev, requires_grad=False, stores_grad=False)
-        HostIO.put(matrix, pool)
-        ag, n = self.sg["autograd"], self.batch_size
-
-        def run(x):
-            flat = ag.reshape(x, (n * channels, height * width))
-            return ag.reshape(ag.matmul(flat, matrix), (n, channels, size, size))
-
-        return run
-
-    def initialise(self, seed):
-        """Apply models.INIT to every parameter (seeded); name them; return (params, states)."""
-        self.dev.SetRandSeed(seed)
-        params, states = [], []
-        for index, (node, made, in_channels) in enumerate(self.made):
-            bn = node["op"] == "bn"
-            names = {"weight": "scale", "bias": "bias"} if bn else {"weight": "W", "bias": "b"}
-            fans = None if bn else models.fans(node, in_channels)
-            for rule_name, rule in sorted(models.INIT[node["op"]].items()):
-                tensor = getattr(made, names[rule_name], None)
-                if tensor is None:
-                    continue
-                _apply_rule(tensor, rule, fans)
-                tensor.name = "{}.{}.{}".format(index, node["op"], names[rule_name])
-                params.append((tensor.name, tensor))
-                states.append(tensor)
-            if bn:
-                made.running_mean.set_value(0.0)
-                made.running_var.set_value(1.0)
-                states += [made.running_mean, made.running_var]
-        return params, states
-
-
-def _apply_rule(tensor, rule, fans):
-    if rule["distribution"] == "constant":
-        tensor.set_value(rule["value"])
-    elif rule["distribution"] == "normal":
-        tensor.gaussian(rule["mean"], models.init_scale(rule["scale"], *fans))
-    elif rule["distribution"] == "uniform":
-        bound = models.init_scale(rule["scale"], *fans)
-        tensor.uniform(-bound, bound)
-    else:
-        raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
-

@@ -15,14 +15,14 @@ import platform
 
 from workers import data, models
 from workers.adapters import base
+from workers.adapters.tensorflow import layers
 
-_OOM_TEXT = ("oom when allocating", "out of memory", "can't allocate memory")
-_LAYERS = {}  # the custom Keras layer classes, made once keras is imported
-_SEED_STRIDE = 100003  # per-layer initialiser and dropout seeds: seed * stride + layer number
 
 
 class Adapter(base.Adapter):
     name = "tensorflow"
+    title = "TensorFlow"
+    oom_text = ("oom when allocating", "out of memory", "can't allocate memory")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -36,7 +36,6 @@ class Adapter(base.Adapter):
         self._optimizer_initial = None  # numpy copies of the optimizer's variables right after build
         self._train_fn = self._eval_fn = self._infer_fn = self._output = None
         self._loss_sum = None
-        self._steps = 0
         self._x = self._y = None  # host arrays (NHWC images or token ids) from load_data()
         self._x_val = self._y_val = None  # validation tensors
         self._batches = []
@@ -55,8 +54,7 @@ class Adapter(base.Adapter):
         self.tf, self.keras = tf, keras
         device = self.config["device"]
         if device not in ("cpu", "cuda"):
-            raise base.Unsupported("device {!r} is not supported by the TensorFlow adapter "
-                                   "(cpu or cuda)".format(device))
+            raise base.not_supported("device", device, self.title, " (cpu or cuda)")
         if device == "cuda":
             _check_cuda(tf)
             budget = self.gpu_memory_budget()
@@ -98,7 +96,7 @@ class Adapter(base.Adapter):
         self._release()
         tf.random.set_seed(self.config["seed"])
         with tf.device(self.device):
-            model, shape = _Builder(keras, self.config["seed"]).model(arch)
+            model, shape = layers.Builder(keras, self.config["seed"]).model(arch)
             if list(shape) != arch["output"]:
                 raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
             self.model, self._input = model, tuple(arch["input"])
@@ -133,12 +131,12 @@ class Adapter(base.Adapter):
         if cfg["optimizer"] == "sgd":
             return optimizers.SGD(learning_rate=cfg["lr"], momentum=cfg.get("momentum") or 0.0)
         if cfg["optimizer"] == "adam":
-            return optimizers.Adam(learning_rate=cfg["lr"], beta_1=0.9, beta_2=0.999, epsilon=1e-8)
+            return optimizers.Adam(learning_rate=cfg["lr"], beta_1=models.ADAM_BETA1,
+                                   beta_2=models.ADAM_BETA2, epsilon=models.ADAM_EPS)
         if cfg["optimizer"] == "rmsprop":
-            return optimizers.RMSprop(learning_rate=cfg["lr"], rho=0.99, momentum=0.0,
-                                      epsilon=1e-8, centered=False)
-        raise base.Unsupported("optimizer {!r} is not supported by the TensorFlow adapter".format(
-            cfg["optimizer"]))
+            return optimizers.RMSprop(learning_rate=cfg["lr"], rho=models.RMSPROP_ALPHA, momentum=0.0,
+                                      epsilon=models.RMSPROP_EPS, centered=False)
+        raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def _make_functions(self, arch):
         """Trace the training graph now (untimed), not in the first timed step.
@@ -209,10 +207,7 @@ class Adapter(base.Adapter):
         import numpy as np
 
         size = self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         index = np.asarray(order[:steps * size], dtype=np.int64)
         x, y = self._x[index], self._y[index]
         self._batches = []
@@ -239,13 +234,11 @@ class Adapter(base.Adapter):
         if self.gpu:
             self.tf.test.experimental.sync_devices()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = float(self._loss_sum.numpy()) / self._steps
+    def read_loss_sum(self):
+        return float(self._loss_sum.numpy())
+
+    def clear_loss_sum(self):
         self._loss_sum.assign(0.0)
-        self._steps = 0
-        return value
 
     def evaluate(self):
         size, n = self.config["batch_size"], int(self._y_val.shape[0])
@@ -259,19 +252,17 @@ class Adapter(base.Adapter):
         return total / n, correct / n
 
     def tracer(self):
-        from workers.adapters import tensorflow_trace
+        from workers.adapters.tensorflow import trace
 
-        return tensorflow_trace.Tracer()
+        return trace.Tracer()
 
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
+    def oom_types(self):
         errors = getattr(self.tf, "errors", None)
-        if errors is not None and isinstance(exc, errors.ResourceExhaustedError):
-            return True
-        text = str(exc).lower()
-        op_error = errors.OpError if errors is not None else RuntimeError
-        return isinstance(exc, (op_error, RuntimeError)) and any(t in text for t in _OOM_TEXT)
+        return (errors.ResourceExhaustedError,) if errors is not None else ()
+
+    def oom_text_types(self):
+        errors = getattr(self.tf, "errors", None)
+        return (errors.OpError if errors is not None else RuntimeError, RuntimeError)
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -362,15 +353,13 @@ def _channels_last(np, x):
 
 
 def _check_cuda(tf):
-    if not tf.test.is_built_with_cuda():
-        raise base.Unavailable(
-            "tensorflow {} is a CPU-only build (tensorflow-cpu); install tensorflow[and-cuda] of the "
-            "same version in this environment instead to run on cuda".format(tf.__version__))
-    if not tf.config.list_physical_devices("GPU"):
-        raise base.Unavailable(
-            "tensorflow {} is built with CUDA {} but sees no GPU; check the NVIDIA driver "
-            "(nvidia-smi), CUDA_VISIBLE_DEVICES and the CUDA libraries tensorflow[and-cuda] "
-            "installs".format(tf.__version__, tf.sysconfig.get_build_info().get("cuda_version")))
+    base.check_cuda(
+        "tensorflow {}".format(tf.__version__), tf.test.is_built_with_cuda(),
+        lambda: bool(tf.config.list_physical_devices("GPU")),
+        "tensorflow[and-cuda] of the same version in this environment instead",
+        "is built with CUDA {} but sees no GPU".format(tf.sysconfig.get_build_info().get("cuda_version")),
+        note=" (tensorflow-cpu)",
+        look_at=", CUDA_VISIBLE_DEVICES and the CUDA libraries tensorflow[and-cuda] installs")
 
 
 def _hide_gpus(tf):
@@ -387,186 +376,3 @@ def _size(shape):
     for dim in shape:
         total *= int(dim)
     return total
-
-
-# -- translation of workers.models data into Keras layers ----------------------------------
-
-
-class _Builder(object):
-    """Walks an architecture's layer list, calling Keras layers on functional-API tensors.
-
-    Shapes are tracked channels-first, as workers.models defines them; the tensors are NHWC.
-    """
-
-    def __init__(self, keras, seed):
-        self.keras = keras
-        self.layers = keras.layers
-        self.seed = seed
-        self.count = 0
-
-    def model(self, arch):
-        if arch["tokens"]:
-            inputs = self.keras.Input(shape=tuple(arch["input"]), dtype="int64", name="tokens")
-        else:
-            c, h, w = arch["input"]
-            inputs = self.keras.Input(shape=(h, w, c), name="images")
-        outputs, shape = self.walk(arch["layers"], inputs, tuple(arch["input"]))
-        return self.keras.Model(inputs, outputs, name=arch["name"]), shape
-
-    def walk(self, layers, x, shape):
-        for node in layers:
-            x = self.node(node, x, shape)
-            shape = models.out_shape(node, shape)
-        return x, shape
-
-    def next_seed(self):
-        self.count += 1
-        return self.seed * _SEED_STRIDE + self.count
-
-    def initializer(self, op, name, fans):
-        """A seeded Keras initializer for models.INIT[op][name]."""
-        init, rule = self.keras.initializers, models.INIT[op][name]
-        if rule["distribution"] == "constant":
-            return init.Constant(rule["value"])
-        scale = models.init_scale(rule["scale"], *fans)
-        if rule["distribution"] == "normal":
-            return init.RandomNormal(rule["mean"], scale, seed=self.next_seed())
-        if rule["distribution"] == "uniform":
-            return init.RandomUniform(-scale, scale, seed=self.next_seed())
-        raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
-
-    def node(self, node, x, shape):
-        op, layers = node["op"], self.layers
-        if op == "conv":
-            return self.conv(node, x, shape)
-        if op == "dense":
-            fans = models.fans(node, shape[0])
-            return layers.Dense(node["out"], use_bias=node["bias"],
-                                kernel_initializer=self.initializer(op, "weight", fans),
-                                bias_initializer=self.initializer(op, "bias", fans))(x)
-        if op == "bn":
-            return layers.BatchNormalization(
-                axis=-1, momentum=1.0 - node["momentum"], epsilon=node["eps"],
-                gamma_initializer=self.initializer(op, "weight", None),
-                beta_initializer=self.initializer(op, "bias", None),
-                moving_mean_initializer="zeros", moving_variance_initializer="ones")(x)
-        if op in ("relu", "relu6"):
-            return layers.ReLU(max_value=6.0 if op == "relu6" else None)(x)
-        if op == "maxpool":
-            return self.maxpool(node, x)
-        if op == "adaptive_avgpool":
-            return self.adaptive_avgpool(node["size"], x, shape)
-        if op == "global_avgpool":
-            return layers.GlobalAveragePooling2D()(x)
-        if op == "flatten":
-            return layers.Flatten()(x)  # H, W, C order: a fixed permutation of the next dense's inputs
-        if op == "dropout":
-            return layers.Dropout(node["p"], seed=self.next_seed())(x)
-        if op == "residual":
-            body = self.walk(node["body"], x, shape)[0]
-            shortcut = self.walk(node["shortcut"], x, shape)[0] if node["shortcut"] else x
-            out = layers.Add()([body, shortcut])
-            return layers.ReLU()(out) if node["post"] == "relu" else out
-        if op == "concat":  # channels-last: channels are the last axis
-            return layers.Concatenate(axis=-1)([self.walk(b, x, shape)[0] for b in node["branches"]])
-        if op == "embedding":
-            init = self.initializer(op, "weight", models.fans(node, shape[-1]))
-            return layers.Embedding(node["vocab"], node["dim"], embeddings_initializer=init)(x)
-        if op == "gru":
-            return self.gru(node, x, shape)
-        raise base.Unsupported("layer op {!r} is not supported by the TensorFlow adapter".format(op))
-
-    def conv(self, node, x, shape):
-        layers, k, s, p = self.layers, node["kernel"], node["stride"], node["padding"]
-        fans = models.fans(node, shape[0])
-        weight, bias = self.initializer("conv", "weight", fans), self.initializer("conv", "bias", fans)
-        padding = _padding(k, s, p)
-        if padding == "valid" and p:
-            x = layers.ZeroPadding2D(p)(x)
-        if node["groups"] > 1 and node["groups"] == shape[0]:
-            # Depthwise: TensorFlow's own kernel (a grouped Conv2D goes through XLA on CPU).
-            return layers.DepthwiseConv2D(k, s, padding, depth_multiplier=node["out"] // shape[0],
-                                          use_bias=node["bias"], depthwise_initializer=weight,
-                                          bias_initializer=bias)(x)
-        return layers.Conv2D(node["out"], k, s, padding, groups=node["groups"], use_bias=node["bias"],
-                             kernel_initializer=weight, bias_initializer=bias)(x)
-
-    def gru(self, node, x, shape):
-        """PyTorch's GRU (workers.models) is Keras's with reset_after=True; its last state only.
-
-        Each of kernel, recurrent kernel and the (2, 3H) bias draws from its own seed.
-        """
-        fans = models.fans(node, shape[-1])
-        return self.layers.GRU(node["hidden"], reset_after=True,
-                               kernel_initializer=self.initializer("gru", "weight", fans),
-                               recurrent_initializer=self.initializer("gru", "weight", fans),
-                               bias_initializer=self.initializer("gru", "bias", fans))(x)
-
-    def maxpool(self, node, x):
-        k, s, p = node["kernel"], node["stride"], node["padding"]
-        padding = _padding(k, s, p)
-        if padding == "valid" and p:
-            x = _layer_classes(self.keras)["pad"](p, float("-inf"))(x)  # padding never wins the max
-        return self.layers.MaxPooling2D(k, s, padding)(x)
-
-    def adaptive_avgpool(self, size, x, shape):
-        h, w = shape[1], shape[2]
-        if (h, w) == (size, size):
-            return x
-        if h % size == 0 and w % size == 0:
-            return self.layers.AveragePooling2D((h // size, w // size))(x)
-        return _layer_classes(self.keras)["adaptive"](_pool_matrix(h, size), _pool_matrix(w, size))(x)
-
-
-def _padding(kernel, stride, padding):
-    """'same' where TensorFlow's 'same' is exactly PyTorch's symmetric padding, else 'valid'.
-
-    With stride 1 and 2p = k - 1, 'same' pads p on every side (max-pool padding never counts);
-    with stride 2 TensorFlow pads the bottom and right first, so those get explicit padding.
-    """
-    if padding and stride == 1 and 2 * padding == kernel - 1:
-        return "same"
-    return "valid"
-
-
-def _pool_matrix(size, out):
-    """(out, size) averaging matrix of PyTorch's adaptive average pool along one axis.
-
-    Output i averages inputs floor(i * size / out) to ceil((i + 1) * size / out) - 1.
-    """
-    rows = []
-    for i in range(out):
-        start, end = (i * size) // out, -((-(i + 1) * size) // out)
-        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(size)])
-    return rows
-
-
-def _layer_classes(keras):
-    """Two small layers Keras lacks, defined once keras is imported."""
-    if not _LAYERS:
-
-        class ConstantPad2D(keras.layers.Layer):
-            """Symmetric spatial padding of NHWC tensors with a constant (-inf before max-pool)."""
-
-            def __init__(self, padding, value, **kwargs):
-                super(ConstantPad2D, self).__init__(**kwargs)
-                self.padding, self.value = padding, value
-
-            def call(self, x):
-                p = self.padding
-                return keras.ops.pad(x, [[0, 0], [p, p], [p, p], [0, 0]], constant_values=self.value)
-
-        class AdaptiveAveragePooling2D(keras.layers.Layer):
-            """PyTorch's AdaptiveAvgPool2d as fixed averaging matrices: out = A_h . x . A_w^T."""
-
-            def __init__(self, rows, cols, **kwargs):
-                super(AdaptiveAveragePooling2D, self).__init__(**kwargs)
-                self.rows, self.cols = rows, cols  # constants, not weights
-
-            def call(self, x):
-                rows = keras.ops.convert_to_tensor(self.rows, dtype=x.dtype)
-                cols = keras.ops.convert_to_tensor(self.cols, dtype=x.dtype)
-                return keras.ops.einsum("ih,nhwc,jw->nijc", rows, x, cols)
-
-        _LAYERS.update(pad=ConstantPad2D, adaptive=AdaptiveAveragePooling2D)
-    return _LAYERS

@@ -16,14 +16,15 @@ import sys
 
 from workers import data, models
 from workers.adapters import base
+from workers.adapters.mxnet import layers
 
-# MXNetError texts for an allocation that failed: the CPU storage manager, CUDA, the C++ runtime.
-_OOM_TEXT = ("failed to allocate", "out of memory", "std::bad_alloc", "cudamalloc")
-_BLOCKS = {}  # the HybridBlock classes made once mxnet is imported
 
 
 class Adapter(base.Adapter):
     name = "mxnet"
+    title = "MXNet"
+    # MXNetError texts for an allocation that failed: the CPU storage manager, CUDA, the C++ runtime.
+    oom_text = ("failed to allocate", "out of memory", "std::bad_alloc", "cudamalloc")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -34,10 +35,8 @@ class Adapter(base.Adapter):
         self._input = None
         self.trainer = None
         self.loss_fn = None
-        self._layers = []  # (node, block, in_channels) of every layer with parameters: for init
         self._initial = None  # (parameter, copy of its initial value), for reset()
         self._loss_sum = None
-        self._steps = 0
         self._x = self._y = None  # training arrays (numpy) from load_data()
         self._val = []  # validation batches as (x, y, real rows), padded to batch_size
         self._batches = []
@@ -78,8 +77,7 @@ class Adapter(base.Adapter):
             self.ctx = mx.cpu()
             info["device_name"] = base.cpu_name()
         else:
-            raise base.Unsupported("device {!r} is not supported by the MXNet adapter "
-                                   "(cpu or cuda)".format(self.config["device"]))
+            raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
         info["settings"] = _settings(mx, self.config.get("model"))
         return info
 
@@ -89,16 +87,16 @@ class Adapter(base.Adapter):
         mx = self.mx
         self._release()
         gluon = mx.gluon
-        self._layers = []
-        net, shape = self._sequential(arch["layers"], tuple(arch["input"]))
+        translator = layers.Translator(mx)
+        net, shape = translator.sequential(arch["layers"], tuple(arch["input"]))
         if list(shape) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
         # Every layer was given its input size, so nothing is deferred: the shapes (and the
         # parameter count) are known now, without a forward pass. Zero is a cheap placeholder.
         net.initialize(mx.init.Zero(), ctx=self.ctx)
         mx.random.seed(self.config["seed"])  # initial weights independent of what ran before
-        for node, block, channels in self._layers:
-            _initialise(mx, node, block, channels)
+        for node, block, channels in translator.made:
+            layers.initialise(mx, node, block, channels)
         params = list(net.collect_params().values())
         self._initial = [(p, p.data().copy()) for p in params]
         net.hybridize(static_alloc=True, static_shape=True)
@@ -122,7 +120,6 @@ class Adapter(base.Adapter):
             return
         self.mx.nd.waitall()
         self.net = self.trainer = self.loss_fn = self._initial = None
-        self._layers = []
         gc.collect()  # Gluon blocks hold reference cycles: without this VGG16 stays (1.1 GB)
 
     def _make_trainer(self):
@@ -133,13 +130,12 @@ class Adapter(base.Adapter):
         if cfg["optimizer"] == "sgd":
             settings["momentum"] = cfg.get("momentum") or 0.0
         elif cfg["optimizer"] == "adam":
-            settings.update(beta1=0.9, beta2=0.999, epsilon=1e-8)
+            settings.update(beta1=models.ADAM_BETA1, beta2=models.ADAM_BETA2, epsilon=models.ADAM_EPS)
         elif cfg["optimizer"] == "rmsprop":
             # PyTorch's alpha 0.99 is MXNet's gamma1 (MXNet defaults to 0.9).
-            settings.update(gamma1=0.99, epsilon=1e-8, centered=False)
+            settings.update(gamma1=models.RMSPROP_ALPHA, epsilon=models.RMSPROP_EPS, centered=False)
         else:
-            raise base.Unsupported("optimizer {!r} is not supported by the MXNet adapter".format(
-                cfg["optimizer"]))
+            raise base.not_supported("optimizer", cfg["optimizer"], self.title)
         # A single context needs no kvstore: updates run locally on the parameters' device.
         return self.mx.gluon.Trainer(params, cfg["optimizer"], settings, kvstore=None)
 
@@ -176,10 +172,7 @@ class Adapter(base.Adapter):
 
     def prepare_epoch(self, order):
         mx, size = self.mx, self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         # The previous epoch's steps may still read the arrays we are about to replace.
         self.synchronize()
         index = order[:steps * size]
@@ -216,13 +209,14 @@ class Adapter(base.Adapter):
         if self.mx is not None:
             self.mx.nd.waitall()
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = self._loss_sum.asscalar() / (self._steps * self.config["batch_size"])
+    def read_loss_sum(self):
+        return self._loss_sum.asscalar()
+
+    def clear_loss_sum(self):
         self._loss_sum[:] = 0
-        self._steps = 0
-        return value
+
+    def losses_per_step(self):
+        return self.config["batch_size"]  # the loss is summed per sample (see train_step)
 
     def evaluate(self):
         mx = self.mx
@@ -241,77 +235,9 @@ class Adapter(base.Adapter):
         return total.asscalar() / n, correct.asscalar() / n
 
     def tracer(self):
-        from workers.adapters import mxnet_trace
+        from workers.adapters.mxnet import trace
 
-        return mxnet_trace.Tracer()
-
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
-        text = str(exc).lower()
-        return isinstance(exc, RuntimeError) and any(t in text for t in _OOM_TEXT)
-
-    # -- translation of workers.models data into Gluon -------------------------------------
-
-    def _sequential(self, layers, shape):
-        """A HybridSequential for a layer list, and its output shape."""
-        seq = self.mx.gluon.nn.HybridSequential()
-        for node in layers:
-            for block in self._blocks(node, shape):
-                seq.add(block)
-            shape = models.out_shape(node, shape)
-        return seq, shape
-
-    def _blocks(self, node, shape):
-        """The Gluon blocks of one node (every layer told its input size: no deferred init)."""
-        nn, op = self.mx.gluon.nn, node["op"]
-        if op == "conv":
-            block = nn.Conv2D(node["out"], node["kernel"], node["stride"], node["padding"],
-                              groups=node["groups"], use_bias=node["bias"], in_channels=shape[0])
-        elif op == "dense":
-            block = nn.Dense(node["out"], use_bias=node["bias"], in_units=shape[0])
-        elif op == "bn":
-            # MXNet's momentum weighs the running value, PyTorch's the new batch statistic.
-            block = nn.BatchNorm(axis=1, momentum=1.0 - node["momentum"], epsilon=node["eps"],
-                                 in_channels=shape[0])
-        elif op == "embedding":
-            block = nn.Embedding(node["vocab"], node["dim"])
-        elif op == "gru":
-            # Gates r, z, n and two biases per gate, as PyTorch's (both follow cuDNN).
-            gru = self.mx.gluon.rnn.GRU(node["hidden"], layout="NTC", input_size=shape[-1])
-            self._layers.append((node, gru, shape[-1]))
-            return [_block_classes(self.mx)["LastState"](gru)]
-        else:
-            return self._stateless(nn, node, shape)
-        self._layers.append((node, block, shape[0]))
-        return [block]
-
-    def _stateless(self, nn, node, shape):
-        op = node["op"]
-        if op == "relu":
-            return [nn.Activation("relu")]
-        if op == "relu6":
-            return [nn.HybridLambda(_relu6)]
-        if op == "maxpool":
-            return [nn.MaxPool2D(node["kernel"], node["stride"], node["padding"])]
-        if op == "adaptive_avgpool":
-            if tuple(shape[1:]) == (node["size"], node["size"]):
-                return []  # the identity (AlexNet and VGG16 at 224 px), as the TensorFlow port
-            return [_block_classes(self.mx)["AdaptiveAvgPool"](node["size"])]
-        if op == "global_avgpool":
-            return [nn.GlobalAvgPool2D(), nn.Flatten()]
-        if op == "flatten":
-            return [nn.Flatten()]
-        if op == "dropout":
-            return [nn.Dropout(node["p"])]
-        if op == "residual":
-            body = self._sequential(node["body"], shape)[0]
-            shortcut = self._sequential(node["shortcut"], shape)[0] if node["shortcut"] else None
-            return [_block_classes(self.mx)["Residual"](body, shortcut, node["post"] == "relu")]
-        if op == "concat":
-            branches = [self._sequential(branch, shape)[0] for branch in node["branches"]]
-            return [_block_classes(self.mx)["Concat"](branches)]
-        raise base.Unsupported("layer op {!r} is not supported by the MXNet adapter".format(op))
+        return trace.Tracer()
 
 
 # -- setup helpers -------------------------------------------------------------------------
@@ -373,16 +299,11 @@ def _settings(mx, model):
 
 def _check_cuda(mx):
     """The CUDA version of a CUDA build with a visible device; Unavailable otherwise."""
-    features = mx.runtime.Features()
-    if not features.is_enabled("CUDA"):
-        raise base.Unavailable(
-            "mxnet {} is a CPU-only build (the `mxnet` wheel); install a CUDA build of the same "
-            "version in this environment, e.g. mxnet-cu112==1.9.1 for CUDA 11.2, to run on "
-            "cuda".format(mx.__version__))
-    if mx.context.num_gpus() == 0:
-        raise base.Unavailable(
-            "mxnet {} is built with CUDA but sees no GPU; check the NVIDIA driver (nvidia-smi) "
-            "and CUDA_VISIBLE_DEVICES".format(mx.__version__))
+    base.check_cuda(
+        "mxnet {}".format(mx.__version__), mx.runtime.Features().is_enabled("CUDA"),
+        lambda: mx.context.num_gpus() != 0,
+        "a CUDA build of the same version in this environment, e.g. mxnet-cu112==1.9.1 for CUDA 11.2,",
+        "is built with CUDA but sees no GPU", note=" (the `mxnet` wheel)")
     return _cuda_of_wheel()
 
 
@@ -402,7 +323,7 @@ def _cuda_of_wheel():
 
 
 
-# -- layers ----------------------------------------------------------------------------------
+# -- helpers ---------------------------------------------------------------------------------
 
 
 def _trainable(params):
@@ -417,10 +338,6 @@ def _trainable(params):
     return count
 
 
-def _relu6(F, x):
-    return F.clip(x, 0.0, 6.0)
-
-
 def _pad(array, rows):
     """``array`` with zero rows appended up to ``rows`` (numpy, untimed)."""
     import numpy as np
@@ -428,90 +345,3 @@ def _pad(array, rows):
     out = np.zeros((rows,) + array.shape[1:], dtype=array.dtype)
     out[:len(array)] = array
     return out
-
-
-def _initialise(mx, node, block, channels):
-    """Apply models.INIT to a conv, dense, bn, embedding or gru block, drawing from MXNet's seeded
-    generator."""
-    op = node["op"]
-    if op == "bn":
-        targets = [("weight", block.gamma), ("bias", block.beta)]
-        block.running_mean.data()[:] = 0.0
-        block.running_var.data()[:] = 1.0
-    elif op == "gru":  # l0_i2h_weight, l0_h2h_weight, l0_i2h_bias, l0_h2h_bias
-        targets = [("weight" if key.endswith("weight") else "bias", param)
-                   for key, param in block.collect_params().items()]
-    else:
-        targets = [("weight", block.weight), ("bias", getattr(block, "bias", None))]
-    for name, param in targets:
-        rule = models.INIT[op].get(name)
-        if param is None or rule is None:  # a conv or dense without bias; an embedding
-            continue
-        array = param.data()
-        if rule["distribution"] == "constant":
-            array[:] = rule["value"]
-        elif rule["distribution"] == "normal":
-            std = models.init_scale(rule["scale"], *models.fans(node, channels))
-            mx.nd.random.normal(rule["mean"], std, shape=array.shape, out=array)
-        elif rule["distribution"] == "uniform":
-            bound = models.init_scale(rule["scale"], *models.fans(node, channels))
-            mx.nd.random.uniform(-bound, bound, shape=array.shape, out=array)
-        else:
-            raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
-
-
-def _block_classes(mx):
-    """Residual, Concat, AdaptiveAvgPool and LastState HybridBlocks, defined once mxnet is imported."""
-    if _BLOCKS:
-        return _BLOCKS
-    nn = mx.gluon.nn
-
-    class Residual(nn.HybridBlock):
-        """body(x) + shortcut(x) (None: the identity), then ReLU when post."""
-
-        def __init__(self, body, shortcut, post, **kwargs):
-            super(Residual, self).__init__(**kwargs)
-            self.body, self.shortcut, self.post = body, shortcut, post
-
-        def hybrid_forward(self, F, x):
-            out = self.body(x)
-            out = out + (x if self.shortcut is None else self.shortcut(x))
-            # Activation, not F.relu (the same function): as Gluon's own ResNets do, and a little
-            # faster in MXNet 1.9's MKLDNN build (benchmarks/mxnet_relu_activation.py).
-            return F.Activation(out, act_type="relu") if self.post else out
-
-    class AdaptiveAvgPool(nn.HybridBlock):
-        """PyTorch's AdaptiveAvgPool2d windows (checked equal, also for inputs below size)."""
-
-        def __init__(self, size, **kwargs):
-            super(AdaptiveAvgPool, self).__init__(**kwargs)
-            self.size = size
-
-        def hybrid_forward(self, F, x):
-            return F.contrib.AdaptiveAvgPooling2D(x, output_size=self.size)
-
-    class Concat(nn.HybridBlock):
-        """Each branch on the same input, concatenated along the channels in branch order."""
-
-        def __init__(self, branches, **kwargs):
-            super(Concat, self).__init__(**kwargs)
-            self.branches = branches
-            for i, branch in enumerate(branches):
-                self.register_child(branch, "branch{}".format(i))
-
-        def hybrid_forward(self, F, x):
-            return F.concat(*[branch(x) for branch in self.branches], dim=1)
-
-    class LastState(nn.HybridBlock):
-        """A batch-first GRU over the whole sequence from a zero state; its last state."""
-
-        def __init__(self, gru, **kwargs):
-            super(LastState, self).__init__(**kwargs)
-            self.gru = gru
-
-        def hybrid_forward(self, F, x):
-            # The output at the last step is the last state (one layer, one direction).
-            return F.squeeze(F.slice_axis(self.gru(x), axis=1, begin=-1, end=None), axis=1)
-
-    _BLOCKS.update(Residual=Residual, AdaptiveAvgPool=AdaptiveAvgPool, Concat=Concat, LastState=LastState)
-    return _BLOCKS

@@ -16,15 +16,16 @@ set before jax is imported, sizes it (docs/frameworks/jax.md says what else was 
 import os
 import platform
 
-from workers import data
+from workers import data, models
 from workers.adapters import base
 
-_OOM_TEXT = ("resource_exhausted", "out of memory", "can't allocate memory")
 _CUDA_PLUGINS = ("jax_cuda13_plugin", "jax_cuda12_plugin")
 
 
 class Adapter(base.Adapter):
     name = "jax"
+    title = "JAX"
+    oom_text = ("resource_exhausted", "out of memory", "can't allocate memory")
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -37,9 +38,8 @@ class Adapter(base.Adapter):
         self._initial = None  # host (numpy) copy of the state right after build, for reset()
         self._train_fn = self._eval_fn = None
         self._key = None
-        self._tracer = None  # the jax_trace.Tracer of a traced run
+        self._tracer = None  # the trace.Tracer of a traced run
         self._depthwise = "grouped"  # how depthwise convolutions are computed: setup() decides
-        self._steps = 0
         self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC or token ids)
         self._arch = None
         self._batches = []
@@ -49,8 +49,7 @@ class Adapter(base.Adapter):
     def setup(self):
         device = self.config["device"]
         if device not in ("cpu", "cuda"):
-            raise base.Unsupported("device {!r} is not supported by the JAX adapter "
-                                   "(cpu or cuda)".format(device))
+            raise base.not_supported("device", device, self.title, " (cpu or cuda)")
         threads = int(self.config.get("threads") or 0)
         self._depthwise = _depthwise(device)
         _environment_before_import(device, threads)
@@ -92,10 +91,10 @@ class Adapter(base.Adapter):
     # -- model -----------------------------------------------------------------------------
 
     def build(self, arch):
-        from workers.adapters import jax_layers
+        from workers.adapters.jax import layers
 
         jax, jnp = self.jax, self.jnp
-        self.net = jax_layers.network(arch, self._depthwise)
+        self.net = layers.network(arch, self._depthwise)
         self._arch = arch
         key = jax.random.PRNGKey(self.config["seed"])
         with jax.default_device(self.device):
@@ -130,14 +129,14 @@ class Adapter(base.Adapter):
             # optax's trace is PyTorch's buffer: b = momentum * b + g (from zero, no dampening).
             return optax.sgd(cfg["lr"], momentum=cfg.get("momentum") or None)
         if cfg["optimizer"] == "adam":
-            return optax.adam(cfg["lr"], b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0)
+            return optax.adam(cfg["lr"], b1=models.ADAM_BETA1, b2=models.ADAM_BETA2, eps=models.ADAM_EPS,
+                              eps_root=0.0)
         if cfg["optimizer"] == "rmsprop":
             # PyTorch: alpha 0.99, eps added outside the root, square average from zero.
-            return optax.rmsprop(cfg["lr"], decay=0.99, eps=1e-8, initial_scale=0.0,
-                                 eps_in_sqrt=False, centered=False, momentum=None,
+            return optax.rmsprop(cfg["lr"], decay=models.RMSPROP_ALPHA, eps=models.RMSPROP_EPS,
+                                 initial_scale=0.0, eps_in_sqrt=False, centered=False, momentum=None,
                                  bias_correction=False)
-        raise base.Unsupported("optimizer {!r} is not supported by the JAX adapter".format(
-            cfg["optimizer"]))
+        raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def _compile(self, key, batch_shape):
         """Compile the training step for exactly these shapes, now.
@@ -210,10 +209,7 @@ class Adapter(base.Adapter):
         import numpy as np
 
         size = self.config["batch_size"]
-        steps = len(order) // size
-        if steps == 0:
-            raise ValueError("batch_size {} is larger than the training set ({} images)".format(
-                size, len(order)))
+        steps = self.epoch_steps(order)
         if self.config.get("task") == "inference":
             if self._infer_fn is None:
                 self._compile_inference((size,) + self._x.shape[1:])
@@ -249,13 +245,11 @@ class Adapter(base.Adapter):
             self.jax.block_until_ready(self._outputs)
             self._outputs = []
 
-    def epoch_loss(self):
-        if not self._steps:
-            return float("nan")
-        value = float(self._state["loss_sum"]) / self._steps
+    def read_loss_sum(self):
+        return float(self._state["loss_sum"])
+
+    def clear_loss_sum(self):
         self._state["loss_sum"] = self.jax.device_put(self.jnp.zeros((), self.jnp.float32), self.device)
-        self._steps = 0
-        return value
 
     def evaluate(self):
         size, n = self.config["batch_size"], len(self._y_val)
@@ -271,9 +265,9 @@ class Adapter(base.Adapter):
         return total / n, correct / n
 
     def tracer(self):
-        from workers.adapters import jax_trace
+        from workers.adapters.jax import trace
 
-        self._tracer = jax_trace.Tracer()
+        self._tracer = trace.Tracer()
         return self._tracer
 
     def device_memory(self):
@@ -286,12 +280,9 @@ class Adapter(base.Adapter):
         out = {k: int(stats[k]) for k in keys if k in stats}
         return dict(out, source="jax memory_stats") if out else None
 
-    def is_oom(self, exc):
-        if isinstance(exc, MemoryError):
-            return True
-        text = str(exc).lower()
+    def oom_text_types(self):
         runtime = getattr(getattr(self.jax, "errors", None), "JaxRuntimeError", RuntimeError)
-        return isinstance(exc, (runtime, RuntimeError)) and any(t in text for t in _OOM_TEXT)
+        return (runtime, RuntimeError)
 
 
 def _zeros(jnp, arch, batch):
@@ -327,7 +318,7 @@ def _environment_before_import(device, threads):
 
 
 def _depthwise(device):
-    """How depthwise convolutions are computed (jax_layers.depthwise): BENCH_JAX_DEPTHWISE where
+    """How depthwise convolutions are computed (layers.depthwise): BENCH_JAX_DEPTHWISE where
     set (shifted or grouped); else shifted on the CPU, where XLA runs the grouped convolution
     several times slower (docs/fairness.md, "JAX's MobileNetV2"), and grouped on cuda (cuDNN's
     grouped convolution; not measured)."""
@@ -393,14 +384,13 @@ def _cuda_plugin():
 
 
 def _cuda_device(jax, plugin):
+    who = "jax {}".format(jax.__version__)
     if plugin is None:
-        raise base.Unavailable(
-            "jax {} is a CPU-only build (no jax-cuda plugin installed); install envs/jax-cuda.txt "
-            "(jax[cuda13]) in this environment to run on cuda".format(jax.__version__))
+        raise base.cpu_only_build(who, "envs/jax-cuda.txt (jax[cuda13]) in this environment",
+                                  note=" (no jax-cuda plugin installed)")
     try:
         devices = jax.devices("cuda")
-    except RuntimeError as exc:
-        raise base.Unavailable(
-            "jax {} has its CUDA plugin ({}) but sees no GPU ({}); check the NVIDIA driver "
-            "(nvidia-smi) and CUDA_VISIBLE_DEVICES".format(jax.__version__, plugin, exc)) from exc
+    except RuntimeError as exc:  # JAX says why it sees none: that goes into the message
+        blind = "has its CUDA plugin ({}) but sees no GPU ({})".format(plugin, exc)
+        raise base.no_gpu_seen(who, blind) from exc
     return devices[0]

@@ -1,0 +1,6 @@
+"""PyTorch: the lifecycle the runner drives (adapter), its profiler as a tracer (trace).
+
+The runner loads this package and looks up ``Adapter``; torch is imported in setup() only.
+"""
+
+from workers.adapters.pytorch.adapter import Adapter  # noqa: F401

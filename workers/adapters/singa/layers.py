@@ -1,0 +1,260 @@
+"""The model definition (workers.models) translated into singa layers, for the Singa adapter, and
+the classes built on singa's own that mend what its wheel gets wrong (the adapter's docstring and
+docs/frameworks/singa.md name each error). Python 3.6.
+
+singa is not imported here: the adapter imports it once (adapter._import) and hands its modules in.
+"""
+
+from workers import models
+from workers.adapters import base
+from workers.adapters.singa.binding import HostIO
+
+
+def classes(autograd, layer, model, wrap):
+    """Dropout, batch norm and the Model subclass, defined once singa is imported."""
+
+    class Dropout(autograd.Dropout):
+        """autograd.Dropout with the inverted-dropout scale 1 / (1 - ratio)."""
+
+        def forward(self, x):
+            if autograd.training:
+                self.scale = 1.0 / (1.0 - self.ratio)
+                self.mask = wrap.Tensor(list(x.shape()), x.device())
+                wrap.Bernoulli(1.0 - self.ratio, self.mask)
+                x = wrap.MultFloat(wrap.__mul__(self.mask, x), self.scale)
+            return x
+
+    class BatchNormOp(autograd._BatchNorm2d):
+        """Singa's CPU batch norm, with its vector-returning kernels unpacked."""
+
+        def forward(self, x, scale, bias):
+            if not autograd.training:
+                return wrap.CpuBatchNormForwardInference(
+                    self.handle, x, scale, bias, self.running_mean, self.running_var)
+            y, mean, var = HostIO.unpack(wrap.CpuBatchNormForwardTraining(
+                self.handle, x, scale, bias, self.running_mean, self.running_var), 3)
+            self.cache = (x, scale, mean, var, y, bias)
+            return y
+
+        def backward(self, dy):
+            x, scale, mean, var, y, bias = self.cache
+            return tuple(HostIO.unpack(wrap.CpuBatchNormBackwardx(
+                self.handle, y, dy, x, scale, bias, mean, var), 3))
+
+    class BatchNorm(layer.BatchNorm2d):
+        def forward(self, x):
+            return BatchNormOp(self.handle, self.running_mean, self.running_var)(
+                x, self.scale, self.bias)[0]
+
+    class ConvOp(autograd._Conv2d):
+        """A bias-free convolution that reads a zero bias owned by its layer.
+
+        autograd._Conv2d makes a temporary zero bias tensor for every bias-free forward; a graph
+        buffered from it replays a read of that freed tensor and segfaults on the first step.
+        """
+
+        def __init__(self, handle, zero):
+            super(ConvOp, self).__init__(handle)
+            self.zero = zero
+
+        def forward(self, x, W):
+            if autograd.training:
+                self.inputs = (x, W)
+            return wrap.CpuConvForward(x, W, self.zero, self.handle)
+
+    class Conv(layer.Conv2d):
+        zero = None
+
+        def forward(self, x):
+            if self.bias:
+                return autograd.conv2d(self.handle, x, self.W, self.b)
+            if self.zero is None:
+                graph = x.device.graph_enabled()
+                x.device.EnableGraph(False)  # made now, not buffered
+                self.zero = wrap.Tensor((self.nb_kernels,), x.device)
+                self.zero.SetFloatValue(0.0)
+                x.device.EnableGraph(graph)
+            return ConvOp(self.handle, self.zero)(x, self.W)[0]
+
+    class Net(model.Model):
+        """The translated layer list as a Model: its train_one_batch is what the graph buffers."""
+
+        def __init__(self, steps, optimizer, loss_sum):
+            super(Net, self).__init__()
+            self.steps, self.optimizer, self.loss_sum = steps, optimizer, loss_sum
+
+        def forward(self, x):
+            for step in self.steps:
+                x = step(x)
+            return x
+
+        def train_one_batch(self, x, y):
+            out = self.forward(x)
+            loss = autograd.softmax_cross_entropy(out, y)
+            self.optimizer(loss)
+            self.loss_sum += loss  # buffered too: the loss never leaves the device per step
+            return out, loss
+
+    return {"Conv": Conv, "Dropout": Dropout, "BatchNorm": BatchNorm, "Net": Net}
+
+
+# -- translation of workers.models data into singa -----------------------------------------
+
+
+class Translator(object):
+    """Turns layer lists into callables on singa tensors and remembers what INIT applies to."""
+
+    def __init__(self, sg, dev, batch_size):
+        self.sg, self.dev, self.batch_size = sg, dev, batch_size
+        self.made = []  # (node, layer object, input channels) for initialise()
+
+    def layers(self, layers, shape):
+        steps = []
+        for node in layers:
+            steps.append(self.step(node, shape))
+            shape = models.out_shape(node, shape)
+        return steps, shape
+
+    def step(self, node, shape):
+        sg, op = self.sg, node["op"]
+        ag, layer = sg["autograd"], sg["layer"]
+        if op == "conv":
+            if node["groups"] != 1:
+                raise base.Unsupported(
+                    "grouped convolution (groups={}): singa {}'s Conv2d raises 'Not implemented "
+                    "yet' for group != 1 on CPU, and its oneDNN CPU kernel is built for groups=1 "
+                    "only".format(node["groups"], sg["version"]))
+            return self.keep(node, shape, sg["Conv"](
+                node["out"], node["kernel"], stride=node["stride"], padding=node["padding"],
+                bias=node["bias"]))
+        if op == "dense":
+            return self.keep(node, shape, layer.Linear(node["out"], bias=node["bias"]))
+        if op == "bn":
+            if abs(node["eps"] - 1e-5) > 1e-12:
+                raise base.Unsupported("batch norm eps {}: singa's CPU kernel fixes it at 1e-5".format(
+                    node["eps"]))
+            # Singa's CPU factor is the new batch's weight: PyTorch's momentum convention.
+            return self.keep(node, shape, sg["BatchNorm"](momentum=node["momentum"]))
+        if op == "relu":
+            return ag.relu
+        if op == "relu6":
+            return lambda x: ag.clip(x, 0.0, 6.0)
+        if op == "maxpool":
+            return layer.MaxPool2d(node["kernel"], node["stride"], node["padding"])
+        if op == "adaptive_avgpool":
+            return self.adaptive_avgpool(shape, node["size"])
+        if op == "global_avgpool":
+            return lambda x: ag.flatten(ag.globalaveragepool(x), 1)
+        if op == "flatten":
+            return lambda x: ag.flatten(x, 1)
+        if op == "dropout":
+            dropout, ratio = sg["Dropout"], node["p"]
+            return lambda x: dropout(ratio)(x)[0]
+        if op == "residual":
+            return self.residual(node, shape)
+        if op == "concat":
+            return self.concat(node, shape)
+        raise base.not_supported("layer op", op, "Singa")
+
+    def keep(self, node, shape, made):
+        self.made.append((node, made, shape[0]))
+        return made
+
+    def residual(self, node, shape):
+        body = self.layers(node["body"], shape)[0]
+        shortcut = self.layers(node["shortcut"], shape)[0]
+        ag, post = self.sg["autograd"], node["post"]
+
+        def run(x):
+            out, short = x, x
+            for step in body:
+                out = step(out)
+            for step in shortcut:
+                short = step(short)
+            out = ag.add(out, short)
+            return ag.relu(out) if post == "relu" else out
+
+        return run
+
+    def concat(self, node, shape):
+        if not hasattr(self.sg["wrap"], "VecTensor"):
+            raise base.Unsupported(
+                "concatenation (Inception's module): singa {}'s autograd.cat passes its inputs to "
+                "ConcatOn as a singa_wrap.VecTensor, which this wheel's binding lacks (no "
+                "std::vector<Tensor> typemap: ConcatOn refuses a list too)".format(self.sg["version"]))
+        branches = [self.layers(branch, shape)[0] for branch in node["branches"]]
+        cat = self.sg["autograd"].cat
+
+        def run(x):
+            outs = []
+            for steps in branches:
+                out = x
+                for step in steps:
+                    out = step(out)
+                outs.append(out)
+            return cat(outs, 1)
+
+        return run
+
+    def adaptive_avgpool(self, shape, size):
+        """PyTorch's adaptive average pooling as one product with a fixed (H*W, size*size) matrix.
+
+        Singa has no adaptive pooling; its bins (start floor(i*H/s), end ceil((i+1)*H/s)) need not
+        be equal or disjoint, which AvgPool2d cannot express (e.g. AlexNet's 1x1 map to 6x6).
+        """
+        import numpy as np
+
+        channels, height, width = shape
+        if (height, width) == (size, size):
+            return lambda x: x
+        pool = np.zeros((height * width, size * size), dtype=np.float32)
+        for i, (top, bottom) in enumerate(models.pool_bins(height, size)):
+            rows = range(top, bottom)
+            for j, (left, right) in enumerate(models.pool_bins(width, size)):
+                cols = range(left, right)
+                for r in rows:
+                    for c in cols:
+                        pool[r * width + c, i * size + j] = 1.0 / (len(rows) * len(cols))
+        matrix = self.sg["tensor"].Tensor(pool.shape, self.dev, requires_grad=False, stores_grad=False)
+        HostIO.put(matrix, pool)
+        ag, n = self.sg["autograd"], self.batch_size
+
+        def run(x):
+            flat = ag.reshape(x, (n * channels, height * width))
+            return ag.reshape(ag.matmul(flat, matrix), (n, channels, size, size))
+
+        return run
+
+    def initialise(self, seed):
+        """Apply models.INIT to every parameter (seeded); name them; return (params, states)."""
+        self.dev.SetRandSeed(seed)
+        params, states = [], []
+        for index, (node, made, in_channels) in enumerate(self.made):
+            bn = node["op"] == "bn"
+            names = {"weight": "scale", "bias": "bias"} if bn else {"weight": "W", "bias": "b"}
+            fans = None if bn else models.fans(node, in_channels)
+            for rule_name, rule in sorted(models.INIT[node["op"]].items()):
+                tensor = getattr(made, names[rule_name], None)
+                if tensor is None:
+                    continue
+                _apply_rule(tensor, rule, fans)
+                tensor.name = "{}.{}.{}".format(index, node["op"], names[rule_name])
+                params.append((tensor.name, tensor))
+                states.append(tensor)
+            if bn:
+                made.running_mean.set_value(0.0)
+                made.running_var.set_value(1.0)
+                states += [made.running_mean, made.running_var]
+        return params, states
+
+
+def _apply_rule(tensor, rule, fans):
+    if rule["distribution"] == "constant":
+        tensor.set_value(rule["value"])
+    elif rule["distribution"] == "normal":
+        tensor.gaussian(rule["mean"], models.init_scale(rule["scale"], *fans))
+    elif rule["distribution"] == "uniform":
+        bound = models.init_scale(rule["scale"], *fans)
+        tensor.uniform(-bound, bound)
+    else:
+        raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
