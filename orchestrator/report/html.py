@@ -26,7 +26,7 @@ from orchestrator.report import results as reports
 from orchestrator.report import tables as report_tables
 from orchestrator.report.figures import Row, Section
 from orchestrator.report.figures_runs import Matcher
-from orchestrator.report.select import Selection, latest_ids, selection
+from orchestrator.report.select import Selection, latest_runs, selection
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column
 from orchestrator.text.terminal import safe
@@ -224,9 +224,8 @@ def timeline_matcher(text: str | None) -> tuple[Matcher | None, str]:
 def selected_runs(db: Database, sel: Selection) -> list[Row]:
     """The latest attempt of each configuration in each selected sweep, after --where; every column
     but the bulky evidence (see `evidence`)."""
-    columns = [c for c in db.runs.c if c.name not in BULKY]
-    query = sa.select(*columns).where(db.runs.c.id.in_(latest_ids(db, sel))).order_by(db.runs.c.id)
-    return [samples.mark_run(r) for r in db.rows(query)]  # the samples and spread columns
+    columns = [c.name for c in db.runs.c if c.name not in BULKY]
+    return [samples.mark_run(r) for r in latest_runs(db, sel, columns)]  # the samples and spread columns
 
 
 def _toc(sections: Sequence[Section]) -> str:

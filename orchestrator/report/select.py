@@ -94,13 +94,24 @@ def where_conditions(runs: sa.Table, where: dict[str, frozenset[Any]]) -> list[A
 
 
 def latest_ids(db: Database, sel: Selection) -> Any:
-    """The latest attempt of each configuration in each selected sweep, filtered (a subquery)."""
+    """The latest attempt of each configuration in each selected sweep, filtered (a subquery of run
+    ids): a resumed or re-run configuration counts once, by its newest run. Every report reads its
+    runs through this one rule, so all of them count the same runs."""
     runs = db.runs
     return (
         sa.select(sa.func.max(runs.c.id))
         .where(runs.c.sweep_id.in_(sel.sweep_ids), *where_conditions(runs, sel.where))
         .group_by(runs.c.sweep_id, runs.c.config_hash)
     )
+
+
+def latest_runs(db: Database, sel: Selection, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of `latest_ids`, in run order: every column, or only `columns` in the order given
+    (a long sweep's tracebacks weigh; a report that does not show them need not read them)."""
+    runs = db.runs
+    selected = [runs.c[k] for k in columns] if columns is not None else [runs]
+    query = sa.select(*selected).where(runs.c.id.in_(latest_ids(db, sel))).order_by(runs.c.id)
+    return list(db.rows(query))
 
 
 # --- machines ---------------------------------------------------------------------------------
