@@ -11,7 +11,16 @@ from pathlib import Path
 from orchestrator.errors import BenchError
 from orchestrator.report import plots
 from orchestrator.report import timeline as timelines
-from orchestrator.report.figures import Plot, Row, Section, config_of, describe, frameworks_in, slug, varying
+from orchestrator.report.figures import (
+    Plot,
+    Row,
+    Section,
+    config_of,
+    describe,
+    frameworks_in,
+    label_keys,
+    slug,
+)
 from orchestrator.report.results import model_label
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import number
@@ -108,7 +117,7 @@ def timeline_section(db: Database, runs: Sequence[Row], wanted: Matcher | None, 
         f"CPU % (of one core), OS threads and RSS of each framework's process tree over time, from "
         f"the sidecar profiler; phases shaded and named. Configuration: {how}.",
     )
-    keys = varying(runs)
+    keys = label_keys(runs)
     for run in pick_timeline_runs(runs, wanted):
         title = f"{run['framework']}, run {run['id']}: {describe(run, keys)}"
         image = run_timeline(db, run, title)
@@ -135,7 +144,7 @@ def _cell_text(run: Row) -> str:
 
 def _by_configuration(runs: Sequence[Row]) -> tuple[list[str], dict[tuple[str, str], tuple[str, str]]]:
     """A column per configuration (less the framework), named by the settings that vary."""
-    keys = varying(runs)
+    keys = label_keys(runs)
     several = len({r["sweep_id"] for r in runs}) > 1
     columns: dict[str, None] = {}
     cells = {}

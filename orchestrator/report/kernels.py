@@ -25,6 +25,7 @@ from orchestrator.report.select import (
     run_machine,
     selection,
     sort_key,
+    varying,
 )
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number, render
@@ -70,7 +71,7 @@ def _known_class(row: dict[str, Any]) -> dict[str, Any]:
 def _labels(runs: list[dict[str, Any]]) -> dict[int, str]:
     """Each run's group: one configuration on one machine (the same one in several sweeps pools),
     named by its framework and whichever settings differ among the runs."""
-    fields = [f for f in FIELD_NAMES if f not in ("framework", "trace") and len({r[f] for r in runs}) > 1]
+    fields = varying(runs, skip=("framework", "trace"))
     machines = machine_labels([{"machine": r["machine"], "host": r["machine"]} for r in runs])
     labels = {}
     for r in runs:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
@@ -262,9 +261,16 @@ def spread(values: Iterable[float | None]) -> tuple[float | None, float | None, 
     return statistics.median(present), min(present), max(present)
 
 
-def varying(rows: Sequence[dict[str, Any]], fields: Sequence[str] = FIELD_NAMES) -> list[str]:
-    """The configuration fields with more than one value among the rows, in configuration order."""
-    return [f for f in fields if len(set(map(itemgetter(f), rows))) > 1]
+def varying(configs: Iterable[Mapping[str, Any]], skip: Iterable[str] = ()) -> list[str]:
+    """The configuration fields that take more than one value among `configs`, in configuration
+    order, less those in `skip`: the settings that tell these configurations apart, which tables
+    add as columns, figures name in labels and `bench run --dry-run` lists.
+
+    Each config maps every field name to its value: a summary row, a stored configuration parsed
+    (figures.config_of) or RunConfig.to_dict()."""
+    rows = list(configs)
+    left_out = set(skip)
+    return [f for f in FIELD_NAMES if f not in left_out and len({row[f] for row in rows}) > 1]
 
 
 _RANK = {f: {v: i for i, v in enumerate(order)} for f, order in _ORDER.items()}
