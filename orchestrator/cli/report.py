@@ -12,9 +12,7 @@ from orchestrator.cli.options import (
     db_option,
     echo,
 )
-from orchestrator.errors import ConfigError
-from orchestrator.report import dispatch as report_cli
-from orchestrator.report import kernels as kernel_reports
+from orchestrator.report import dispatch
 from orchestrator.report import results as reports
 from orchestrator.report import timeline as timelines
 from orchestrator.storage.db import Database
@@ -46,7 +44,7 @@ from orchestrator.text.formats import FORMATS
 )
 @click.option(
     "--table",
-    type=click.Choice(report_cli.TABLES),
+    type=click.Choice(dispatch.TABLES),
     default="results",
     show_default=True,
     help="results: one row per configuration; comparison: framework rows, model × device columns, "
@@ -130,23 +128,20 @@ def report(
       bench report --html report/ --sweep 3
       bench report --kernels --where framework=pytorch,framework=tensorflow
     """
-    if crashes and resources:
-        raise ConfigError("--crashes and --resources are two different reports: choose one")
-    db = Database(db_url, create=False)
-    if kernels:
-        other = crashes or resources or bool(group_by or compare or html_dir) or table != "results"
-        echo(kernel_reports.from_cli(db, sweeps, where, fmt, other), markdown=fmt == "markdown")
-        return
-    if html_dir is not None or timeline_config is not None:
-        other = crashes or resources or bool(group_by or compare) or table != "results" or fmt != "table"
-        from orchestrator.report import html as html_report  # matplotlib: imported only when a page is wanted
-
-        echo(html_report.from_cli(db, html_dir, timeline_config, sweeps, where, other))
-        return
-    echo(
-        report_cli.report(db, table, sweeps, where, fmt, crashes, resources, group_by, compare or None),
-        markdown=fmt == "markdown",
+    options = dispatch.Options(
+        table=table,
+        fmt=fmt,
+        sweeps=sweeps,
+        where=where,
+        crashes=crashes,
+        resources=resources,
+        group_by=group_by,
+        compare=compare or None,
+        html_dir=html_dir,
+        timeline_config=timeline_config,
+        kernels=kernels,
     )
+    echo(dispatch.report(db_url, options), markdown=fmt == "markdown")
 
 
 @click.command()

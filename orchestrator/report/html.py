@@ -19,14 +19,13 @@ import sqlalchemy as sa
 
 from orchestrator import __version__
 from orchestrator.config import matrix, samples
-from orchestrator.errors import ConfigError
 from orchestrator.report import figures
 from orchestrator.report import figures_runs as run_figures
 from orchestrator.report import results as reports
 from orchestrator.report import tables as report_tables
 from orchestrator.report.figures import Row, Section
 from orchestrator.report.figures_runs import Matcher
-from orchestrator.report.select import Selection, latest_runs, selection
+from orchestrator.report.select import Selection, latest_runs
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column
 from orchestrator.text.terminal import safe
@@ -283,22 +282,3 @@ def write(db: Database, sel: Selection, out_dir: Path, timeline_config: str | No
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
-
-
-def from_cli(
-    db: Database,
-    html_dir: str | None,
-    timeline_config: str | None,
-    sweeps: Sequence[str],
-    where: str | None,
-    other_report: bool,
-) -> str:
-    """`bench report --html DIR`: the options checked, the page written; returns its path."""
-    if html_dir is None:
-        raise ConfigError("--timeline-config only applies with --html DIR")
-    if other_report:
-        raise ConfigError(
-            "--html writes the whole page (tables, plots, crash list): leave out --crashes, --resources, "
-            "--table, --group-by, --compare and --format"
-        )
-    return str(write(db, selection(db, sweeps, where), Path(html_dir), timeline_config))

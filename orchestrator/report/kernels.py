@@ -16,7 +16,6 @@ from typing import Any
 import sqlalchemy as sa
 
 from orchestrator.config.run_config import FIELD_NAMES
-from orchestrator.errors import ConfigError
 from orchestrator.report.select import (
     FIELD_COLUMNS,
     Selection,
@@ -273,14 +272,6 @@ def report(db: Database, sweeps: Sequence[str] = (), where: str | None = None, f
         columns = [Column(k, k) for k in ("group", "framework", "runs", *LONG_KEYS)]
         return render(long_rows(data), columns, "csv")
     return text(data, fmt)
-
-
-def from_cli(db: Database, sweeps: Sequence[str], where: str | None, fmt: str, other: bool) -> str:
-    if other:
-        raise ConfigError(
-            "--kernels is a report of its own: it combines only with --sweep, --where and --format"
-        )
-    return report(db, sweeps, where, fmt)
 
 
 # --- bench inspect ---------------------------------------------------------------------------------
