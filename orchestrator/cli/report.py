@@ -12,9 +12,10 @@ from orchestrator.cli.options import (
     db_option,
     echo,
 )
-from orchestrator.report import dispatch
-from orchestrator.report import results as reports
-from orchestrator.report import timeline as timelines
+from orchestrator.report import dispatch, results
+
+# The module as timeline_report: `timeline` is the command below.
+from orchestrator.report import timeline as timeline_report
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import FORMATS
 
@@ -49,7 +50,7 @@ from orchestrator.text.formats import FORMATS
     show_default=True,
     help="results: one row per configuration; comparison: framework rows, model × device columns, "
     "seconds per epoch; batch: images/s and ms/image by batch size; accuracy: validation accuracy "
-    "at epochs 5, 10, … by optimizer and lr; resources: as --resources (docs/reports.md).",
+    "at epochs 5, 10, … by optimizer and lr; resources: as --resources (docs/results.md).",
 )
 @click.option(
     "--where",
@@ -175,12 +176,12 @@ def inspect(run_id: int, fmt: str, plot_path: str | None, db_url: str) -> None:
     """
     db = Database(db_url, create=False)
     if plot_path is not None:
-        from orchestrator.report import figures_runs as report_figures_runs  # matplotlib, as above
+        from orchestrator.report import figures_runs  # matplotlib: imported only for a plot
 
-        report_figures_runs.plot_run(db, run_id, Path(plot_path))
+        figures_runs.plot_run(db, run_id, Path(plot_path))
         echo(f"timeline of run {run_id}: {plot_path}", err=True)
-    data = reports.load_run(db, run_id)
-    echo(json.dumps(data, indent=2, default=str) if fmt == "json" else reports.inspect_text(data))
+    data = results.load_run(db, run_id)
+    echo(json.dumps(data, indent=2, default=str) if fmt == "json" else results.inspect_text(data))
 
 
 @click.command()
@@ -211,4 +212,4 @@ def timeline(run_id: int, fmt: str, phase: str | None, db_url: str) -> None:
       bench timeline 12 --format json --phase epoch
     """
     db = Database(db_url, create=False)
-    echo(timelines.timeline(db, run_id, fmt, phase))
+    echo(timeline_report.timeline(db, run_id, fmt, phase))

@@ -2,7 +2,7 @@
 database, drawn by plots; and what every figure module shares (Plot, Section, configuration labels).
 
 Each section function takes the selected runs (the latest attempt of each configuration in each
-sweep, html_report.selected_runs) and returns a Section: its plots, or the sentence that says why
+sweep, html.selected_runs) and returns a Section: its plots, or the sentence that says why
 it has none. A sweep of nothing but crashes, or one batch size, or no samples still gives every
 section, saying so.
 """

@@ -9,8 +9,7 @@ import sqlalchemy as sa
 from orchestrator.config import samples
 from orchestrator.config.checks import config_from_stored
 from orchestrator.errors import BenchError, DatabaseError
-from orchestrator.report import kernels as kernel_reports
-from orchestrator.report import timeline as timelines
+from orchestrator.report import kernels, timeline
 from orchestrator.report.select import (
     DISTURBANCE_KEYS,
     DISTURBED_NOTE,
@@ -249,9 +248,9 @@ def load_run(db: Database, run_id: int) -> dict[str, Any]:
         "environment": env,
         "epochs": epochs,
         "sweep": sweep,
-        "phases": timelines.phases(db, run_id),
-        "last_samples": timelines.samples(db, run_id, last=timelines.LAST_SAMPLES),
-        "kernels": kernel_reports.run_kernels(db, run_id),
+        "phases": timeline.phases(db, run_id),
+        "last_samples": timeline.samples(db, run_id, last=timeline.LAST_SAMPLES),
+        "kernels": kernels.run_kernels(db, run_id),
     }
 
 
@@ -311,8 +310,8 @@ def inspect_text(data: dict[str, Any]) -> str:
                 + (" (extra: for min_time/min_steps, not evaluated)" if e.get("extra") else "")
             )
     # Each of these is one line quoting the database (a phase, a sampler status, a kernel's name).
-    lines += map(safe_line, timelines.resource_lines(run, data["phases"], data["last_samples"]))
-    lines += map(safe_line, kernel_reports.inspect_lines(run, data.get("kernels", [])))
+    lines += map(safe_line, timeline.resource_lines(run, data["phases"], data["last_samples"]))
+    lines += map(safe_line, kernels.inspect_lines(run, data.get("kernels", [])))
     if run.get("traceback"):
         lines += ["", "traceback:", *_block(run["traceback"])]
     if run.get("stderr_tail"):
