@@ -60,7 +60,8 @@ class Options:
         return {f.name for f in fields(self) if getattr(self, f.name) and getattr(self, f.name) != f.default}
 
 
-Make = Callable[[Database, Options, "int | None"], str]
+# A report made: from the open database, the options and, for a one-sweep report, its sweep id.
+Make = Callable[[Database, Options, int | None], str]
 
 
 @dataclass(frozen=True)
