@@ -12,6 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from orchestrator.config.run_config import FIELD_NAMES, RunConfig
+from orchestrator.report.select import varying
 from orchestrator.text.formats import Column, render
 
 FINISHED = "finished, skipped by --resume"
@@ -25,15 +26,6 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def differing(configs: Sequence[RunConfig]) -> list[str]:
-    """The fields that take more than one value across ``configs``, in the column order of reports."""
-    seen: dict[str, set[Any]] = {name: set() for name in FIELD_NAMES}
-    for config in configs:
-        for name, value in config.to_dict().items():
-            seen[name].add(value)
-    return [name for name in FIELD_NAMES if len(seen[name]) > 1]
-
-
 def common(configs: Sequence[RunConfig], differ: Sequence[str]) -> str:
     """`key=value` for every setting all configurations share (unset ones left out)."""
     if not configs:
@@ -45,7 +37,7 @@ def common(configs: Sequence[RunConfig], differ: Sequence[str]) -> str:
 
 def listing(configs: Sequence[RunConfig], done: set[str]) -> list[str]:
     """The table's lines, the common settings, and how many will run."""
-    differ = differing(configs)
+    differ = varying(c.to_dict() for c in configs)
     rows = [
         {
             "#": str(i),

@@ -12,11 +12,10 @@ from orchestrator.cli.options import (
     db_option,
     echo,
 )
-from orchestrator.errors import ConfigError
-from orchestrator.report import dispatch as report_cli
-from orchestrator.report import kernels as kernel_reports
-from orchestrator.report import results as reports
-from orchestrator.report import timeline as timelines
+from orchestrator.report import dispatch, results
+
+# The module as timeline_report: `timeline` is the command below.
+from orchestrator.report import timeline as timeline_report
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import FORMATS
 
@@ -46,12 +45,12 @@ from orchestrator.text.formats import FORMATS
 )
 @click.option(
     "--table",
-    type=click.Choice(report_cli.TABLES),
+    type=click.Choice(dispatch.TABLES),
     default="results",
     show_default=True,
     help="results: one row per configuration; comparison: framework rows, model × device columns, "
     "seconds per epoch; batch: images/s and ms/image by batch size; accuracy: validation accuracy "
-    "at epochs 5, 10, … by optimizer and lr; resources: as --resources (docs/reports.md).",
+    "at epochs 5, 10, … by optimizer and lr; resources: as --resources (docs/results.md).",
 )
 @click.option(
     "--where",
@@ -130,23 +129,20 @@ def report(
       bench report --html report/ --sweep 3
       bench report --kernels --where framework=pytorch,framework=tensorflow
     """
-    if crashes and resources:
-        raise ConfigError("--crashes and --resources are two different reports: choose one")
-    db = Database(db_url, create=False)
-    if kernels:
-        other = crashes or resources or bool(group_by or compare or html_dir) or table != "results"
-        echo(kernel_reports.from_cli(db, sweeps, where, fmt, other), markdown=fmt == "markdown")
-        return
-    if html_dir is not None or timeline_config is not None:
-        other = crashes or resources or bool(group_by or compare) or table != "results" or fmt != "table"
-        from orchestrator.report import html as html_report  # matplotlib: imported only when a page is wanted
-
-        echo(html_report.from_cli(db, html_dir, timeline_config, sweeps, where, other))
-        return
-    echo(
-        report_cli.report(db, table, sweeps, where, fmt, crashes, resources, group_by, compare or None),
-        markdown=fmt == "markdown",
+    options = dispatch.Options(
+        table=table,
+        fmt=fmt,
+        sweeps=sweeps,
+        where=where,
+        crashes=crashes,
+        resources=resources,
+        group_by=group_by,
+        compare=compare or None,
+        html_dir=html_dir,
+        timeline_config=timeline_config,
+        kernels=kernels,
     )
+    echo(dispatch.report(db_url, options), markdown=fmt == "markdown")
 
 
 @click.command()
@@ -180,12 +176,12 @@ def inspect(run_id: int, fmt: str, plot_path: str | None, db_url: str) -> None:
     """
     db = Database(db_url, create=False)
     if plot_path is not None:
-        from orchestrator.report import figures_runs as report_figures_runs  # matplotlib, as above
+        from orchestrator.report import figures_runs  # matplotlib: imported only for a plot
 
-        report_figures_runs.plot_run(db, run_id, Path(plot_path))
+        figures_runs.plot_run(db, run_id, Path(plot_path))
         echo(f"timeline of run {run_id}: {plot_path}", err=True)
-    data = reports.load_run(db, run_id)
-    echo(json.dumps(data, indent=2, default=str) if fmt == "json" else reports.inspect_text(data))
+    data = results.load_run(db, run_id)
+    echo(json.dumps(data, indent=2, default=str) if fmt == "json" else results.inspect_text(data))
 
 
 @click.command()
@@ -216,4 +212,4 @@ def timeline(run_id: int, fmt: str, phase: str | None, db_url: str) -> None:
       bench timeline 12 --format json --phase epoch
     """
     db = Database(db_url, create=False)
-    echo(timelines.timeline(db, run_id, fmt, phase))
+    echo(timeline_report.timeline(db, run_id, fmt, phase))

@@ -106,11 +106,11 @@ def _check(config: RunConfig) -> None:
 
 
 def _summary(db: Database, run_id: int) -> str:
-    from orchestrator.report import results as report
+    from orchestrator.report import results
 
-    data = report.load_run(db, run_id)
+    data = results.load_run(db, run_id)
     run = data["run"]
-    why = f": {safe_line(report.why(run))}" if run["outcome"] != "ok" else ""
+    why = f": {safe_line(results.why(run))}" if run["outcome"] != "ok" else ""
     lines = [f"run {run_id}: {run['outcome']}{why}"]
     for e in data["epochs"]:
         repeat = f" (repeat {e['repeat']})" if run["repeats"] > 1 else ""

@@ -1,7 +1,8 @@
 """report: runs read back from the database, as tables, figures and pages.
 
     dispatch.py      what `bench report` prints for its options, and which options clash
-    select.py        which runs a report reads, and how one configuration's runs are pooled
+    select.py        which runs a report reads (the latest attempt of each configuration), how one
+                     configuration's runs are pooled, and which settings tell configurations apart
     results.py       the results table, the crash list, and `bench inspect` (one run's post-mortem)
     tables.py        --table NAME: the research's tables; throughput.py the batch and inference ones
     compare.py       --compare A B: two sweeps side by side, with a verdict per pair

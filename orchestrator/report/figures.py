@@ -2,7 +2,7 @@
 database, drawn by plots; and what every figure module shares (Plot, Section, configuration labels).
 
 Each section function takes the selected runs (the latest attempt of each configuration in each
-sweep, html_report.selected_runs) and returns a Section: its plots, or the sentence that says why
+sweep, html.selected_runs) and returns a Section: its plots, or the sentence that says why
 it has none. A sweep of nothing but crashes, or one batch size, or no samples still gives every
 section, saying so.
 """
@@ -18,9 +18,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from orchestrator.config.checks import config_from_stored
-from orchestrator.config.run_config import FIELD_NAMES, FRAMEWORKS
+from orchestrator.config.run_config import FRAMEWORKS
 from orchestrator.report import plots
 from orchestrator.report.results import model_label
+from orchestrator.report.select import varying
 from orchestrator.storage.db import Database
 
 Row = dict[str, Any]
@@ -64,14 +65,10 @@ def config_of(run: Row) -> Row:
     return dict(run["_config"])
 
 
-def varying(runs: Iterable[Row], skip: Iterable[str] = ()) -> list[str]:
-    """The configuration fields whose value differs between these runs, in field order."""
-    values: dict[str, set[str]] = {}
-    for run in runs:
-        for key, value in config_of(run).items():
-            values.setdefault(key, set()).add(json.dumps(value))
-    left_out = NOT_LABELS | set(skip)
-    return [k for k in FIELD_NAMES if len(values.get(k, ())) > 1 and k not in left_out]
+def label_keys(runs: Iterable[Row], skip: Iterable[str] = ()) -> list[str]:
+    """The settings a figure's labels name to tell these runs apart: those that vary among their
+    recorded configurations (select.varying), less the framework and `skip`."""
+    return varying(map(config_of, runs), skip=NOT_LABELS | set(skip))
 
 
 def _value_text(key: str, value: Any) -> str:
@@ -127,7 +124,7 @@ def split_series(
     part with the settings that tell its lines apart (besides the framework). A line is one
     configuration less `x_axis`; `fixed` are the settings the plot's title already names."""
     skip = (x_axis, *fixed)
-    extra = varying(group, skip=skip)
+    extra = label_keys(group, skip=skip)
     if len(by_key(group, lambda r: configuration(r, [x_axis]))) <= MAX_SERIES or not extra:
         return [(extra, list(group))]
     # Too many lines: a plot per value of the settings other than the framework, each of which
@@ -308,7 +305,7 @@ def _accuracy_series(
 def _accuracy_parts(group: Sequence[Row]) -> list[tuple[list[str], list[Row], str]]:
     """One plot, or one per value of the other settings where more of them vary than line styles
     can tell apart: (settings named in the labels, runs, what the plot's title adds)."""
-    extra = varying(group, skip=("optimizer", "lr", "model", "device"))
+    extra = label_keys(group, skip=("optimizer", "lr", "model", "device"))
     values = by_key(group, lambda r: describe(r, extra))
     if len(values) <= len(plots.LINESTYLES):
         return [(extra, list(group), "")]

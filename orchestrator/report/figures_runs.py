@@ -9,9 +9,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from orchestrator.errors import BenchError
-from orchestrator.report import plots
-from orchestrator.report import timeline as timelines
-from orchestrator.report.figures import Plot, Row, Section, config_of, describe, frameworks_in, slug, varying
+from orchestrator.report import plots, timeline
+from orchestrator.report.figures import (
+    Plot,
+    Row,
+    Section,
+    config_of,
+    describe,
+    frameworks_in,
+    label_keys,
+    slug,
+)
 from orchestrator.report.results import model_label
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import number
@@ -58,14 +66,14 @@ def ending(run: Row, end: float) -> plots.Ending | None:
 
 def run_timeline(db: Database, run: Row, title: str) -> bytes | None:
     """The run's resource timeline as a PNG, phases shaded, its death marked; None without samples."""
-    samples = timelines.samples(db, run["id"])
+    samples = timeline.samples(db, run["id"])
     if not samples:
         return None
     end = max(s["t"] for s in samples)
     picture = plots.Timeline(
         title,
         samples,
-        bands(timelines.phases(db, run["id"]), end),
+        bands(timeline.phases(db, run["id"]), end),
         ending(run, end),
         run.get("memory_budget"),
         run.get("cpu_allowed"),
@@ -108,7 +116,7 @@ def timeline_section(db: Database, runs: Sequence[Row], wanted: Matcher | None, 
         f"CPU % (of one core), OS threads and RSS of each framework's process tree over time, from "
         f"the sidecar profiler; phases shaded and named. Configuration: {how}.",
     )
-    keys = varying(runs)
+    keys = label_keys(runs)
     for run in pick_timeline_runs(runs, wanted):
         title = f"{run['framework']}, run {run['id']}: {describe(run, keys)}"
         image = run_timeline(db, run, title)
@@ -135,7 +143,7 @@ def _cell_text(run: Row) -> str:
 
 def _by_configuration(runs: Sequence[Row]) -> tuple[list[str], dict[tuple[str, str], tuple[str, str]]]:
     """A column per configuration (less the framework), named by the settings that vary."""
-    keys = varying(runs)
+    keys = label_keys(runs)
     several = len({r["sweep_id"] for r in runs}) > 1
     columns: dict[str, None] = {}
     cells = {}
@@ -194,13 +202,13 @@ def crash_map_section(runs: Sequence[Row]) -> Section:
 
 def plot_run(db: Database, run_id: int, path: Path) -> None:
     """`bench inspect RUN --plot FILE.png`: the run's timeline up to its end, its death marked."""
-    run = timelines.find_run(db, run_id)
+    run = timeline.find_run(db, run_id)
     title = (
         f"run {run_id} ({run['framework']}, {model_label(run)}, batch {run['batch_size']}): {run['outcome']}"
     )
     image = run_timeline(db, run, title)
     if image is None:
-        raise BenchError(f"run {run_id} has no samples to plot: {timelines.no_samples_reason(run)}")
+        raise BenchError(f"run {run_id} has no samples to plot: {timeline.no_samples_reason(run)}")
     try:
         path.write_bytes(image)
     except OSError as exc:

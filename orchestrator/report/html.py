@@ -19,14 +19,10 @@ import sqlalchemy as sa
 
 from orchestrator import __version__
 from orchestrator.config import matrix, samples
-from orchestrator.errors import ConfigError
-from orchestrator.report import figures
-from orchestrator.report import figures_runs as run_figures
-from orchestrator.report import results as reports
-from orchestrator.report import tables as report_tables
+from orchestrator.report import figures, figures_runs, results, tables
 from orchestrator.report.figures import Row, Section
 from orchestrator.report.figures_runs import Matcher
-from orchestrator.report.select import Selection, latest_ids, selection
+from orchestrator.report.select import Selection, latest_runs
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column
 from orchestrator.text.terminal import safe
@@ -90,11 +86,11 @@ def html_table(rows: Sequence[Row], columns: Sequence[Column], markup: Sequence[
 
 
 def comparison_table(db: Database, sel: Selection, runs: Sequence[Row]) -> str:
-    """The research's comparison table (report_tables), then every configuration's row."""
-    table = report_tables.comparison(db, sel)
+    """The research's comparison table (tables.comparison), then every configuration's row."""
+    table = tables.comparison(db, sel)
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in table.notes)
     parts = [f"<p>{escape(table.title)}</p>", html_table(table.rows, table.columns), notes]
-    rows = html_table(runs[:MAX_ROWS], reports.RESULT_COLUMNS) + _more(len(runs), MAX_ROWS, "bench report")
+    rows = html_table(runs[:MAX_ROWS], results.RESULT_COLUMNS) + _more(len(runs), MAX_ROWS, "bench report")
     parts.append(
         f"<details><summary>every configuration ({len(runs)}): outcome, epoch seconds, images/s, "
         f"ms/image, validation accuracy, samples and spread</summary>{rows}</details>"
@@ -132,8 +128,8 @@ def crash_list(failed: Sequence[Row], total: int) -> str:
     if not total:
         return '<p class="empty">Every configuration ended ok: nothing crashed.</p>'
     # The full reason here (the terminal table cuts it at 120 characters), and the evidence beside it.
-    columns = [c for c in reports.CRASH_COLUMNS if c.key != "reason"]
-    columns += [Column("why", "reason", reports.why), Column("evidence", "evidence", _evidence)]
+    columns = [c for c in results.CRASH_COLUMNS if c.key != "reason"]
+    columns += [Column("why", "reason", results.why), Column("evidence", "evidence", _evidence)]
     return html_table(failed, columns, markup=("evidence",)) + _more(
         total, len(failed), "bench report --crashes"
     )
@@ -224,9 +220,8 @@ def timeline_matcher(text: str | None) -> tuple[Matcher | None, str]:
 def selected_runs(db: Database, sel: Selection) -> list[Row]:
     """The latest attempt of each configuration in each selected sweep, after --where; every column
     but the bulky evidence (see `evidence`)."""
-    columns = [c for c in db.runs.c if c.name not in BULKY]
-    query = sa.select(*columns).where(db.runs.c.id.in_(latest_ids(db, sel))).order_by(db.runs.c.id)
-    return [samples.mark_run(r) for r in db.rows(query)]  # the samples and spread columns
+    columns = [c.name for c in db.runs.c if c.name not in BULKY]
+    return [samples.mark_run(r) for r in latest_runs(db, sel, columns)]  # the samples and spread columns
 
 
 def _toc(sections: Sequence[Section]) -> str:
@@ -237,15 +232,15 @@ def _toc(sections: Sequence[Section]) -> str:
 def build(db: Database, sel: Selection, timeline_config: str | None) -> tuple[str, list[Section]]:
     """The page's HTML and its sections (whose plots are to be written beside it)."""
     wanted, how = timeline_matcher(timeline_config)
-    sweeps = [reports.pick_sweep(db, s["id"]) for s in sel.sweeps]
+    sweeps = [results.pick_sweep(db, s["id"]) for s in sel.sweeps]
     runs = selected_runs(db, sel)
     figures.label_machines(runs, sweeps)
     comparison = Section("comparison", "Comparison table", COMPARISON, empty=None if runs else "No runs.")
     plotted = [
         figures.batch_section(runs),
         figures.accuracy_section(db, runs),
-        run_figures.timeline_section(db, runs, wanted, how),
-        run_figures.crash_map_section(runs),
+        figures_runs.timeline_section(db, runs, wanted, how),
+        figures_runs.crash_map_section(runs),
     ]
     crashes = Section("crashes", "Crash list", CRASHES)
     failures = sum(r["outcome"] != "ok" for r in runs)
@@ -284,22 +279,3 @@ def write(db: Database, sel: Selection, out_dir: Path, timeline_config: str | No
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
-
-
-def from_cli(
-    db: Database,
-    html_dir: str | None,
-    timeline_config: str | None,
-    sweeps: Sequence[str],
-    where: str | None,
-    other_report: bool,
-) -> str:
-    """`bench report --html DIR`: the options checked, the page written; returns its path."""
-    if html_dir is None:
-        raise ConfigError("--timeline-config only applies with --html DIR")
-    if other_report:
-        raise ConfigError(
-            "--html writes the whole page (tables, plots, crash list): leave out --crashes, --resources, "
-            "--table, --group-by, --compare and --format"
-        )
-    return str(write(db, selection(db, sweeps, where), Path(html_dir), timeline_config))

@@ -16,7 +16,6 @@ from typing import Any
 import sqlalchemy as sa
 
 from orchestrator.config.run_config import FIELD_NAMES
-from orchestrator.errors import ConfigError
 from orchestrator.report.select import (
     FIELD_COLUMNS,
     Selection,
@@ -25,6 +24,7 @@ from orchestrator.report.select import (
     run_machine,
     selection,
     sort_key,
+    varying,
 )
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number, render
@@ -70,7 +70,7 @@ def _known_class(row: dict[str, Any]) -> dict[str, Any]:
 def _labels(runs: list[dict[str, Any]]) -> dict[int, str]:
     """Each run's group: one configuration on one machine (the same one in several sweeps pools),
     named by its framework and whichever settings differ among the runs."""
-    fields = [f for f in FIELD_NAMES if f not in ("framework", "trace") and len({r[f] for r in runs}) > 1]
+    fields = varying(runs, skip=("framework", "trace"))
     machines = machine_labels([{"machine": r["machine"], "host": r["machine"]} for r in runs])
     labels = {}
     for r in runs:
@@ -272,14 +272,6 @@ def report(db: Database, sweeps: Sequence[str] = (), where: str | None = None, f
         columns = [Column(k, k) for k in ("group", "framework", "runs", *LONG_KEYS)]
         return render(long_rows(data), columns, "csv")
     return text(data, fmt)
-
-
-def from_cli(db: Database, sweeps: Sequence[str], where: str | None, fmt: str, other: bool) -> str:
-    if other:
-        raise ConfigError(
-            "--kernels is a report of its own: it combines only with --sweep, --where and --format"
-        )
-    return report(db, sweeps, where, fmt)
 
 
 # --- bench inspect ---------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ import sqlalchemy as sa
 
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.errors import ConfigError
-from orchestrator.report.results import latest_runs, model_label, pick_sweep, sweep_heading
-from orchestrator.report.select import disturbed_mark, disturbed_note
+from orchestrator.report.results import model_label, pick_sweep, sweep_heading
+from orchestrator.report.select import Selection, disturbed_mark, disturbed_note, latest_runs
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, mib_column, number, render
 from profiler import energy
@@ -138,7 +138,7 @@ def resources(
 ) -> str:
     keys = parse_group_by(group_by)
     sweep = pick_sweep(db, sweep_id)
-    rows = latest_runs(db, sweep["id"], where)
+    rows = latest_runs(db, Selection((sweep,), where or {}))
     peaks = _peak_phases(db, [r["id"] for r in rows])
     for r in rows:
         r["rss_peak_phase"] = peaks.get(r["id"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
@@ -10,9 +9,14 @@ import sqlalchemy as sa
 from orchestrator.config import samples
 from orchestrator.config.checks import config_from_stored
 from orchestrator.errors import BenchError, DatabaseError
-from orchestrator.report import kernels as kernel_reports
-from orchestrator.report import timeline as timelines
-from orchestrator.report.select import DISTURBANCE_KEYS, DISTURBED_NOTE, disturbed_mark, where_conditions
+from orchestrator.report import kernels, timeline
+from orchestrator.report.select import (
+    DISTURBANCE_KEYS,
+    DISTURBED_NOTE,
+    Selection,
+    disturbed_mark,
+    latest_runs,
+)
 from orchestrator.report.timeline import find_run
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number, render
@@ -37,27 +41,6 @@ def sweep_heading(sweep: dict[str, Any]) -> str:
         f"sweep {sweep['id']} '{sweep['name']}' ({sweep['status']}, started {sweep['started_at']}) "
         f"on {sweep['machine']}"
     )
-
-
-def latest_runs(
-    db: Database,
-    sweep_id: int,
-    where: dict[str, frozenset[Any]] | None = None,
-    columns: Iterable[str] | None = None,
-) -> list[dict[str, Any]]:
-    """One row per configuration: its latest attempt in the sweep (a resumed run supersedes);
-    `where` (from `--where`) keeps only the configurations whose fields have those values, and
-    `columns`, where given, are the only ones read (a long sweep's tracebacks weigh)."""
-    runs = db.runs
-    conditions = where_conditions(runs, where or {})
-    latest = (
-        sa.select(sa.func.max(runs.c.id))
-        .where(runs.c.sweep_id == sweep_id, *conditions)
-        .group_by(runs.c.config_hash)
-    )
-    selected = [runs.c[k] for k in sorted(columns)] if columns is not None else [runs]
-    query = sa.select(*selected).where(runs.c.id.in_(latest)).order_by(runs.c.id)
-    return list(db.rows(query))
 
 
 def model_label(row: dict[str, Any]) -> str:
@@ -216,7 +199,8 @@ def results(
     sweep = pick_sweep(db, sweep_id)
     # JSON carries every column; the other forms read only what their columns show.
     wanted = None if fmt == "json" else (CRASH_KEYS if crashes else RESULT_KEYS)
-    rows = [samples.mark_run(r) for r in latest_runs(db, sweep["id"], where, wanted)]
+    read = sorted(wanted) if wanted is not None else None
+    rows = [samples.mark_run(r) for r in latest_runs(db, Selection((sweep,), where or {}), read)]
     if crashes:
         rows = [r for r in rows if r["outcome"] != "ok"]
         for r in rows:
@@ -264,9 +248,9 @@ def load_run(db: Database, run_id: int) -> dict[str, Any]:
         "environment": env,
         "epochs": epochs,
         "sweep": sweep,
-        "phases": timelines.phases(db, run_id),
-        "last_samples": timelines.samples(db, run_id, last=timelines.LAST_SAMPLES),
-        "kernels": kernel_reports.run_kernels(db, run_id),
+        "phases": timeline.phases(db, run_id),
+        "last_samples": timeline.samples(db, run_id, last=timeline.LAST_SAMPLES),
+        "kernels": kernels.run_kernels(db, run_id),
     }
 
 
@@ -326,8 +310,8 @@ def inspect_text(data: dict[str, Any]) -> str:
                 + (" (extra: for min_time/min_steps, not evaluated)" if e.get("extra") else "")
             )
     # Each of these is one line quoting the database (a phase, a sampler status, a kernel's name).
-    lines += map(safe_line, timelines.resource_lines(run, data["phases"], data["last_samples"]))
-    lines += map(safe_line, kernel_reports.inspect_lines(run, data.get("kernels", [])))
+    lines += map(safe_line, timeline.resource_lines(run, data["phases"], data["last_samples"]))
+    lines += map(safe_line, kernels.inspect_lines(run, data.get("kernels", [])))
     if run.get("traceback"):
         lines += ["", "traceback:", *_block(run["traceback"])]
     if run.get("stderr_tail"):

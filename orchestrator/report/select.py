@@ -11,9 +11,8 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
@@ -95,13 +94,24 @@ def where_conditions(runs: sa.Table, where: dict[str, frozenset[Any]]) -> list[A
 
 
 def latest_ids(db: Database, sel: Selection) -> Any:
-    """The latest attempt of each configuration in each selected sweep, filtered (a subquery)."""
+    """The latest attempt of each configuration in each selected sweep, filtered (a subquery of run
+    ids): a resumed or re-run configuration counts once, by its newest run. Every report reads its
+    runs through this one rule, so all of them count the same runs."""
     runs = db.runs
     return (
         sa.select(sa.func.max(runs.c.id))
         .where(runs.c.sweep_id.in_(sel.sweep_ids), *where_conditions(runs, sel.where))
         .group_by(runs.c.sweep_id, runs.c.config_hash)
     )
+
+
+def latest_runs(db: Database, sel: Selection, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of `latest_ids`, in run order: every column, or only `columns` in the order given
+    (a long sweep's tracebacks weigh; a report that does not show them need not read them)."""
+    runs = db.runs
+    selected = [runs.c[k] for k in columns] if columns is not None else [runs]
+    query = sa.select(*selected).where(runs.c.id.in_(latest_ids(db, sel))).order_by(runs.c.id)
+    return list(db.rows(query))
 
 
 # --- machines ---------------------------------------------------------------------------------
@@ -252,9 +262,16 @@ def spread(values: Iterable[float | None]) -> tuple[float | None, float | None, 
     return statistics.median(present), min(present), max(present)
 
 
-def varying(rows: Sequence[dict[str, Any]], fields: Sequence[str] = FIELD_NAMES) -> list[str]:
-    """The configuration fields with more than one value among the rows, in configuration order."""
-    return [f for f in fields if len(set(map(itemgetter(f), rows))) > 1]
+def varying(configs: Iterable[Mapping[str, Any]], skip: Iterable[str] = ()) -> list[str]:
+    """The configuration fields that take more than one value among `configs`, in configuration
+    order, less those in `skip`: the settings that tell these configurations apart, which tables
+    add as columns, figures name in labels and `bench run --dry-run` lists.
+
+    Each config maps every field name to its value: a summary row, a stored configuration parsed
+    (figures.config_of) or RunConfig.to_dict()."""
+    rows = list(configs)
+    left_out = set(skip)
+    return [f for f in FIELD_NAMES if f not in left_out and len({row[f] for row in rows}) > 1]
 
 
 _RANK = {f: {v: i for i, v in enumerate(order)} for f, order in _ORDER.items()}

@@ -147,7 +147,7 @@ def with_range(
 
 def throughput(r: dict[str, Any]) -> None:
     """The images of an epoch, and the samples mark. Every unit's median and range were derived
-    from one aggregate, the cell's seconds per image (report_select._pooled, orchestrator/config/samples.py),
+    from one aggregate, the cell's seconds per image (select._pooled, orchestrator/config/samples.py),
     so images/s × ms/image = 1000 on every row and the range ends agree likewise."""
     steps = r.get("steps_per_epoch")
     r["images_per_epoch"] = steps * r["batch_size"] if steps else None
