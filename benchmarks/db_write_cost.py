@@ -30,7 +30,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from orchestrator.config import matrix  # noqa: E402
-from orchestrator.launch.execute import RunRecord, execute  # noqa: E402
+from orchestrator.launch.execute import execute  # noqa: E402
+from orchestrator.launch.run_record import RunRecord  # noqa: E402
 from orchestrator.provision import datasets  # noqa: E402
 from orchestrator.storage.db import Database  # noqa: E402
 from orchestrator.sweep import recording as record  # noqa: E402

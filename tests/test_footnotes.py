@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import cli as bench_cli
 from orchestrator.config.matrix import load_matrix
-from orchestrator.launch.execute import RunRecord, now
 from orchestrator.launch.outcomes import Outcome
+from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.report import fairness
 from orchestrator.storage.db import Database
 from orchestrator.sweep import recording as record

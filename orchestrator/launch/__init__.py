@@ -2,6 +2,7 @@
 
     execute.py   the run folder, spec.json, the worker's environment and command, then everything the
                  run left gathered into a RunRecord
+    run_record.py  RunRecord: what one run left, the contract between executors and the sweep
     process.py   its own process group, pidfd wait, timeout: TERM then KILL the group
     capture.py   the worker's stdout/stderr through pipes into bounded logs
     orphans.py   the run's marker (BENCH_RUN_TOKEN): its escaped processes found and ended

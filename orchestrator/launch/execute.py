@@ -8,8 +8,6 @@ import re
 import shlex
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from orchestrator.config.checks import resolved_timing
 from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig, cpu_set, format_cpus
 from orchestrator.launch import orphans, outcomes, tracing
 from orchestrator.launch.process import Finished, run_worker
+from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.launch.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
 from orchestrator.provision import envs
 from profiler import timeline as timelines
@@ -26,35 +25,6 @@ WORKERS_PARENT = Path(__file__).resolve().parents[2]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # Inherited variables that would make the framework's interpreter see the orchestrator's packages.
 DROPPED_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-
-
-@dataclass
-class RunRecord:
-    """Everything known about one finished run, ready for the database."""
-
-    config: RunConfig
-    outcome: outcomes.Outcome
-    run_dir: Path
-    started_at: str
-    ended_at: str
-    wall_seconds: float
-    worker_command: str
-    epochs: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    stderr_tail: str = ""
-    thread_env: dict[str, str] = field(default_factory=dict)
-    timeline: timelines.Timeline = field(default_factory=timelines.Timeline)
-    cpus_allowed: int = 0
-    trace: dict[str, Any] | None = None  # trace: kernels runs: backend, status, records
-    # Where it ran: the executor, the Ray node, that machine's facts (hostinfo.machine()), --pack.
-    executor: str = "local"
-    node: str | None = None
-    host: dict[str, Any] | None = None
-    packed: bool = False
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def run_dir_for(root: Path, index: int, config: RunConfig) -> Path:

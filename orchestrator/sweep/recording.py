@@ -13,8 +13,9 @@ import sqlalchemy as sa
 from orchestrator import __version__
 from orchestrator.config import samples
 from orchestrator.launch import tracing
-from orchestrator.launch.execute import RunRecord, now, summarise, where_it_died
+from orchestrator.launch.execute import summarise, where_it_died
 from orchestrator.launch.outcomes import EPOCH_COLUMNS, bounded
+from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.provision import hostinfo
 from orchestrator.storage.db import Database, hide_passwords
 from profiler import energy

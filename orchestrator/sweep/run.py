@@ -17,9 +17,10 @@ from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import RunConfig
 from orchestrator.executors.base import Executor, Job
 from orchestrator.executors.local import LocalExecutor
-from orchestrator.launch.execute import RunRecord, now, run_dir_for
+from orchestrator.launch.execute import run_dir_for
 from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME, Outcome
 from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
+from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.storage.db import Database
 from orchestrator.sweep import liveruns
 from orchestrator.sweep import recording as record
