@@ -15,7 +15,6 @@ from orchestrator.cli.options import (
     echo,
     env_dir_option,
     prepare_data,
-    runs_root,
 )
 from orchestrator.config import matrix
 from orchestrator.config.checks import config_from_stored
@@ -26,6 +25,7 @@ from orchestrator.report import results as reports
 from orchestrator.storage.db import Database
 from orchestrator.sweep import recording as record
 from orchestrator.sweep.eta import History
+from orchestrator.sweep.folders import runs_root
 from orchestrator.sweep.progress import Progress
 from orchestrator.sweep.run import SweepResult, finished_hashes, latest_sweep, run_configs, walls_of
 

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from orchestrator.cli.hint import hint
-from orchestrator.cli.options import db_option, echo, env_dir_option, prepare_data, runs_root
+from orchestrator.cli.options import db_option, echo, env_dir_option, prepare_data
 from orchestrator.config.field_docs import field_help
 from orchestrator.config.filters import parse_value
 from orchestrator.config.matrix import LIST_FIELDS
@@ -26,6 +26,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.storage.db import Database
 from orchestrator.sweep import recording as record
 from orchestrator.sweep.eta import History
+from orchestrator.sweep.folders import runs_root
 from orchestrator.sweep.progress import Progress
 from orchestrator.sweep.run import run_configs
 from orchestrator.text.formats import number

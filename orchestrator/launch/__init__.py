@@ -1,7 +1,7 @@
 """launch: one configuration in its own process, and the one outcome it ended in.
 
-    execute.py   the run folder, spec.json, the worker's environment and command, then everything the
-                 run left gathered into a RunRecord
+    execute.py   the run folder (named by sweep/folders.py) made, spec.json, the worker's environment
+                 and command, then everything the run left gathered into a RunRecord
     run_record.py  RunRecord: what one run left, the contract between executors and the sweep
     process.py   its own process group, pidfd wait, timeout: TERM then KILL the group
     capture.py   the worker's stdout/stderr through pipes into bounded logs

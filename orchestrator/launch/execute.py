@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import tempfile
 from collections.abc import Callable
@@ -25,16 +24,6 @@ WORKERS_PARENT = Path(__file__).resolve().parents[2]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # Inherited variables that would make the framework's interpreter see the orchestrator's packages.
 DROPPED_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-
-
-def run_dir_for(root: Path, index: int, config: RunConfig) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", config.label()).strip("-")
-    base = root / f"{index:04d}-{slug}-{config.config_hash[:8]}"
-    path, attempt = base, 1
-    while path.exists():
-        attempt += 1
-        path = base.with_name(f"{base.name}-a{attempt}")
-    return path
 
 
 def workers_path() -> Path:

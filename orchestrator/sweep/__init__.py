@@ -7,6 +7,7 @@
                   ended and recorded by the next one
     progress.py   the live line (step n of N, from the events) and plain lines elsewhere
     eta.py        how long the rest will take, from earlier runs in the database
+    folders.py    where run folders go: the root (beside the database, or --runs-dir), a sweep's, a run's
 
 May import: text, config, storage, provision, launch, executors.
 """

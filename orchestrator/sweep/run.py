@@ -17,13 +17,13 @@ from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import RunConfig
 from orchestrator.executors.base import Executor, Job
 from orchestrator.executors.local import LocalExecutor
-from orchestrator.launch.execute import run_dir_for
 from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME, Outcome
 from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.storage.db import Database
 from orchestrator.sweep import liveruns
 from orchestrator.sweep import recording as record
+from orchestrator.sweep.folders import retry_folder, run_folder, sweep_folder
 from orchestrator.sweep.progress import Progress
 from profiler import timeline as timelines
 
@@ -134,11 +134,11 @@ def run_configs(
         folder = liveruns.state_dir()
         ledger = liveruns.Ledger(db, sweep_id, folder)
         status, stopped = "interrupted", "the sweep was interrupted (Ctrl-C)"
-        root = runs_root / f"sweep-{sweep_id}"
+        root = sweep_folder(runs_root, sweep_id)
         retries: deque[Job] = deque()
         jobs = _with_retries(
             (
-                Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
+                Job(config, run_folder(root, index, config), (data_files or {}).get(config.config_hash))
                 for index, config in enumerate(configs, start=first_index)
             ),
             retries,
@@ -233,7 +233,7 @@ class _Retry:
                 )
             return
         self.attempts[rec.config.config_hash] = done + 1
-        run_dir = rec.run_dir.with_name(f"{rec.run_dir.name}-retry{done + 1}")
+        run_dir = retry_folder(rec.run_dir, done + 1)
         self.queue.append(Job(rec.config, run_dir, self.data_files.get(rec.config.config_hash)))
         progress.total += 1
         progress.note(f"{rec.config.label()}: disturbed; running it again ({done + 1} of {self.most})")
