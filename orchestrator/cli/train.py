@@ -24,11 +24,7 @@ from orchestrator.config.run_config import (
 )
 from orchestrator.errors import ConfigError
 from orchestrator.storage.db import Database
-from orchestrator.sweep import recording as record
-from orchestrator.sweep.eta import History
-from orchestrator.sweep.folders import runs_root
-from orchestrator.sweep.progress import Progress
-from orchestrator.sweep.run import run_configs
+from orchestrator.sweep.session import Plan, run_sweep
 from orchestrator.text.formats import number
 from orchestrator.text.terminal import safe_line
 from workers.models import check_image_size
@@ -158,10 +154,7 @@ def train(runs_dir: str | None, db_url: str, env_dir: str | None, **values: str 
     config = build_config(values)
     data_files = prepare_data([config])
     db = Database(db_url, create=True)
-    root = runs_root(db_url, runs_dir)
-    sweep_id = record.start_sweep(db, "train", "train", 1, None, None)
-    progress = Progress(1, plan=[config], history=History.from_db(db, [config]))
-    result = run_configs(db, sweep_id, [config], root, env_dir, progress, data_files=data_files)
+    result = run_sweep(db, Plan("train", "train", [config], db_url, runs_dir, env_dir, data_files))
     for run_id in result.outcomes:
         echo(_summary(db, run_id))
     if result.interrupted:

@@ -17,7 +17,7 @@ from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import RunConfig
 from orchestrator.executors.base import Executor, Job
 from orchestrator.executors.local import LocalExecutor
-from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME, Outcome
+from orchestrator.launch.outcomes import Outcome
 from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.storage.db import Database
@@ -36,19 +36,6 @@ class SweepResult:
     outcomes: dict[int, str] = field(default_factory=dict)  # run id -> outcome
     skipped: int = 0
     interrupted: bool = False
-
-
-def finished_hashes(db: Database, sweep_id: int, backstop: bool = True) -> set[str]:
-    """Configurations of a sweep that already have a finished run (not interrupted, no cluster fault).
-
-    Without the backstop, a configuration the backstop skipped is not finished: it runs.
-    """
-    runs = db.runs
-    unfinished = [*RUN_AGAIN_ON_RESUME] if backstop else [*RUN_AGAIN_ON_RESUME, "skipped"]
-    query = sa.select(runs.c.config_hash).where(
-        runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(unfinished)
-    )
-    return {row["config_hash"] for row in db.rows(query)}
 
 
 def wall_key(config: RunConfig) -> str:
@@ -89,17 +76,6 @@ def skipped_record(config: RunConfig, run_dir: Path, wall: int) -> RunRecord:
         wall_seconds=0.0,
         worker_command=f"(not run: {reason}; bench run --no-backstop runs it)",
     )
-
-
-def latest_sweep(db: Database, name: str) -> dict | None:
-    sweeps = db.sweeps
-    query = (
-        sa.select(sweeps)
-        .where(sweeps.c.name == name, sweeps.c.kind == "matrix")
-        .order_by(sweeps.c.id.desc())
-        .limit(1)
-    )
-    return next(db.rows(query), None)
 
 
 def run_configs(
