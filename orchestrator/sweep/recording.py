@@ -1,4 +1,8 @@
-"""Write sweeps and runs to the database. A run is one transaction, committed as it ends."""
+"""Write sweeps and runs to the database. A run is one transaction, committed as it ends.
+
+In code, a record is a RunRecord (what one run left, launch/run_record.py); putting one into the
+database is storing it (store_run), so the word keeps one meaning.
+"""
 
 from __future__ import annotations
 
@@ -183,7 +187,7 @@ def _fit_value(kind: sa.types.TypeEngine, value: Any) -> Any:
     return bounded(value)
 
 
-def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
+def store_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
     """Insert the run, its epochs, environment, samples and kernels in one transaction; return its id.
 
     The worker's parts (outcome evidence, result fields, epochs, trace names) go through ``fit``;

@@ -21,8 +21,7 @@ from orchestrator.launch.outcomes import Outcome
 from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.storage.db import Database
-from orchestrator.sweep import liveruns
-from orchestrator.sweep import recording as record
+from orchestrator.sweep import liveruns, recording
 from orchestrator.sweep.folders import retry_folder, run_folder, sweep_folder
 from orchestrator.sweep.progress import Progress
 from profiler import timeline as timelines
@@ -126,13 +125,13 @@ def run_configs(
         try:
             try:
                 liveruns.reap_stale(db, sweep_id, folder)
-                sink.record_all(runs)
+                sink.store_all(runs)
             except KeyboardInterrupt as exc:
                 # Here, not in the executor: while a run was being recorded, or between runs. The
                 # executor is told, stops what it still runs and yields those runs as interrupted.
                 result.interrupted = True
                 stopped = f"the sweep was interrupted ({interrupt_name(exc)})"
-                sink.record_all(_stopped(runs))
+                sink.store_all(_stopped(runs))
             status = "interrupted" if result.interrupted else "finished"
         except KeyboardInterrupt:  # a second one while the stopped runs were recorded
             result.interrupted = True
@@ -142,7 +141,7 @@ def run_configs(
         finally:
             runs.close()  # an executor stops whatever it still runs
             ledger.close(f"{stopped} before this run was recorded")
-            record.end_sweep(db, sweep_id, status)
+            recording.end_sweep(db, sweep_id, status)
     return result
 
 
@@ -158,12 +157,12 @@ class _Sink:
     ledger: liveruns.Ledger | None = None
     retry: _Retry | None = None
 
-    def record_all(self, runs: Iterator[RunRecord]) -> None:
+    def store_all(self, runs: Iterator[RunRecord]) -> None:
         for rec in runs:
-            self.record(rec)
+            self.store(rec)
 
-    def record(self, rec: RunRecord) -> None:
-        run_id = record.record_run(self.db, self.sweep_id, rec)
+    def store(self, rec: RunRecord) -> None:
+        run_id = recording.store_run(self.db, self.sweep_id, rec)
         if self.ledger is not None:
             self.ledger.done(rec.run_dir)
         self.result.outcomes[run_id] = rec.outcome.outcome
@@ -186,7 +185,7 @@ class _Sink:
             wall = self.walls.get(wall_key(job.config)) if self.walls is not None else None
             if wall is not None and job.config.batch_size > wall:
                 self.progress.begin(job.config, job.run_dir)
-                self.record(skipped_record(job.config, job.run_dir, wall))
+                self.store(skipped_record(job.config, job.run_dir, wall))
                 continue
             yield self.ledger.open(job) if self.ledger is not None else job
 
