@@ -26,7 +26,7 @@ from orchestrator.storage.db import Database
 from orchestrator.sweep.run import SweepResult
 from orchestrator.sweep.session import Plan, earlier_sweep, run_sweep
 
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # an interrupted run, rerun or train: 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def _parse_outcomes(text: str | None) -> set[str]:

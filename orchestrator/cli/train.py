@@ -11,6 +11,7 @@ import click
 
 from orchestrator.cli.hint import hint
 from orchestrator.cli.options import db_option, echo, env_dir_option, prepare_data
+from orchestrator.cli.run import EXIT_INTERRUPTED
 from orchestrator.config.field_docs import field_help
 from orchestrator.config.filters import parse_value
 from orchestrator.config.matrix import LIST_FIELDS
@@ -159,4 +160,4 @@ def train(runs_dir: str | None, db_url: str, env_dir: str | None, **values: str 
         echo(_summary(db, run_id))
     if result.interrupted:
         echo(f"interrupted: run it again with `{hint()}`", err=True)
-        raise SystemExit(130)
+        raise SystemExit(EXIT_INTERRUPTED)
