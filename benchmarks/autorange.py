@@ -37,7 +37,8 @@ sys.path.insert(0, str(REPO))
 
 from orchestrator.config import samples  # noqa: E402
 from orchestrator.config.run_config import RunConfig  # noqa: E402
-from orchestrator.launch.execute import execute, run_dir_for  # noqa: E402
+from orchestrator.launch.execute import execute  # noqa: E402
+from orchestrator.sweep.folders import run_folder  # noqa: E402
 
 LOADED_CORES = 0.2  # other load above which the figures are said to describe a loaded machine
 
@@ -73,7 +74,7 @@ def busy_cores_seconds() -> float:
 
 def measure(config: RunConfig, runs: Path, index: int, env_root: str | None) -> dict[str, Any]:
     start, others = time.monotonic(), busy_cores_seconds()
-    rec = execute(config, run_dir_for(runs, index, config), env_root)
+    rec = execute(config, run_folder(runs, index, config), env_root)
     wall = time.monotonic() - start
     load = (busy_cores_seconds() - others) / wall if wall > 0 else 0.0
     if rec.outcome.outcome != "ok" or not rec.epochs:

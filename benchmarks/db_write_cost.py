@@ -1,7 +1,7 @@
 """What writing one run's record costs on PostgreSQL against SQLite.
 
 One real fault-worker run (its own process, the sidecar sampling it, epochs, events) gives the
-record; `record.record_run` then writes that same record, as `bench run` does after every run (one
+record; `recording.store_run` then writes that same record, as `bench run` does after every run (one
 transaction: the run, its epochs, environment, samples, phases), into a SQLite file and into a
 PostgreSQL database, alternating between the two in blocks. Reported per run: median and 90th
 percentile wall time, and the statements sent (on a real network each is one round trip more).
@@ -30,10 +30,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from orchestrator.config import matrix  # noqa: E402
-from orchestrator.launch.execute import RunRecord, execute  # noqa: E402
+from orchestrator.launch.execute import execute  # noqa: E402
+from orchestrator.launch.run_record import RunRecord  # noqa: E402
 from orchestrator.provision import datasets  # noqa: E402
 from orchestrator.storage.db import Database  # noqa: E402
-from orchestrator.sweep import recording as record  # noqa: E402
+from orchestrator.sweep import recording  # noqa: E402
 
 BLOCK = 10
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         counters = {name: count_statements(db) for name, db in dbs.items()}
         sweeps = {
-            name: record.start_sweep(db, "write-cost", "matrix", args.runs, None, None)
+            name: recording.start_sweep(db, "write-cost", "matrix", args.runs, None, None)
             for name, db in dbs.items()
         }
         times: dict[str, list[float]] = {name: [] for name in dbs}
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 for _ in range(min(BLOCK, args.runs - block)):
                     before = counters[name][0]
                     start = time.perf_counter()
-                    record.record_run(dbs[name], sweeps[name], rec)
+                    recording.store_run(dbs[name], sweeps[name], rec)
                     times[name].append(time.perf_counter() - start)
                     statements[name] = counters[name][0] - before
         for db in dbs.values():

@@ -55,9 +55,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import overhead_paired  # noqa: E402
 
 from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, IMAGE_MODELS, TASKS, RunConfig  # noqa: E402
-from orchestrator.launch.execute import execute, run_dir_for, worker_env  # noqa: E402
+from orchestrator.launch.execute import execute, worker_env  # noqa: E402
 from orchestrator.launch.sidecar import SAMPLES_FILE  # noqa: E402
 from orchestrator.provision import envs  # noqa: E402
+from orchestrator.sweep.folders import run_folder  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
@@ -216,7 +217,7 @@ def run_harness(
     config: RunConfig, runs: Path, index: int, env_root: str | None, meter: CpuMeter
 ) -> Measurement:
     mark = meter.start()
-    rec = execute(config, run_dir_for(runs, index, config), env_root)
+    rec = execute(config, run_folder(runs, index, config), env_root)
     use = meter.stop(mark)
     if rec.outcome.outcome != "ok" or not rec.epochs:
         raise SystemExit(f"harness run failed ({rec.outcome.outcome}): {rec.stderr_tail[-2000:]}")

@@ -37,7 +37,7 @@ from orchestrator.executors.base import Executor  # noqa: E402
 from orchestrator.executors.local import LocalExecutor  # noqa: E402
 from orchestrator.executors.ray_cluster import RayExecutor  # noqa: E402
 from orchestrator.storage.db import Database  # noqa: E402
-from orchestrator.sweep import recording as record  # noqa: E402
+from orchestrator.sweep import recording  # noqa: E402
 from orchestrator.sweep.progress import Progress  # noqa: E402
 from orchestrator.sweep.run import run_configs  # noqa: E402
 
@@ -51,7 +51,7 @@ def configs(n: int, **fields: object) -> list[RunConfig]:
 
 def sweep(folder: Path, name: str, todo: list[RunConfig], executor: Executor, progress: Progress) -> tuple:
     db = Database(str(folder / f"{name}.db"), create=True)
-    sweep_id = record.start_sweep(db, name, "matrix", len(todo), None, None)
+    sweep_id = recording.start_sweep(db, name, "matrix", len(todo), None, None)
     start = time.monotonic()
     run_configs(db, sweep_id, todo, folder / name, None, progress, executor=executor)
     makespan = time.monotonic() - start

@@ -32,7 +32,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from orchestrator.config.run_config import RunConfig  # noqa: E402
-from orchestrator.launch.execute import execute, run_dir_for  # noqa: E402
+from orchestrator.launch.execute import execute  # noqa: E402
+from orchestrator.sweep.folders import run_folder  # noqa: E402
 
 ABBA = (True, False, False, True)
 # glibc returns big freed blocks to the kernel, so steps fault their activations back in, and how
@@ -101,7 +102,7 @@ class LoadMeter:
 
 def one_run(config: RunConfig, root: Path, index: int, meter: LoadMeter) -> dict:
     mark = meter.start()
-    rec = execute(config, run_dir_for(root, index, config), None)
+    rec = execute(config, run_folder(root, index, config), None)
     load = meter.stop(mark)
     if rec.outcome.outcome != "ok":
         outcome = rec.outcome

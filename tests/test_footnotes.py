@@ -1,7 +1,7 @@
 """The comparison table's footnotes are computed from the cells they annotate (issue 22).
 
-The runs are written to a real SQLite file by bench's own recording code (record.start_sweep,
-record_run: the rows a sweep writes), with configurations loaded from a real matrix and epoch
+The runs are written to a real SQLite file by bench's own recording code (recording.start_sweep,
+store_run: the rows a sweep writes), with configurations loaded from a real matrix and epoch
 times chosen to give known gaps; the table is read back by `bench report`, and the test reads the
 figures off the printed table, never off the code's numbers.
 """
@@ -16,11 +16,11 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import cli as bench_cli
 from orchestrator.config.matrix import load_matrix
-from orchestrator.launch.execute import RunRecord, now
 from orchestrator.launch.outcomes import Outcome
+from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.report import fairness
 from orchestrator.storage.db import Database
-from orchestrator.sweep import recording as record
+from orchestrator.sweep import recording
 
 MATRIX = """
 name: footnotes
@@ -67,10 +67,10 @@ def db(tmp_path: Path) -> Path:
     configs = load_matrix(matrix).configs
     path = tmp_path / "bench.db"
     database = Database(str(path), create=True)
-    sweep = record.start_sweep(database, "footnotes", "run", len(configs), str(matrix), None)
+    sweep = recording.start_sweep(database, "footnotes", "run", len(configs), str(matrix), None)
     for config in configs:
-        record.record_run(database, sweep, _record(config, MS[(config.framework, config.model)]))
-    record.end_sweep(database, sweep, "completed")
+        recording.store_run(database, sweep, _record(config, MS[(config.framework, config.model)]))
+    recording.end_sweep(database, sweep, "completed")
     return path
 
 

@@ -14,14 +14,14 @@ CREATORS = 4
 ROUNDS = 12
 
 
-def _create_and_record(path: str, barrier, results) -> None:
+def _create_and_start_sweep(path: str, barrier, results) -> None:
     from orchestrator.storage.db import Database
-    from orchestrator.sweep import recording as record
+    from orchestrator.sweep import recording
 
     try:
         barrier.wait(timeout=60)
         db = Database(path, create=True)
-        record.start_sweep(db, "race", "matrix", 1, None, None)
+        recording.start_sweep(db, "race", "matrix", 1, None, None)
         db.close()
         results.put("ok")
     except BaseException as exc:  # the test reports whatever went wrong, traceback or not
@@ -34,7 +34,7 @@ def test_concurrent_creators_all_succeed_and_the_schema_is_made_once(tmp_path: P
         path = tmp_path / f"race-{round_}.db"
         barrier, results = ctx.Barrier(CREATORS), ctx.Queue()
         procs = [
-            ctx.Process(target=_create_and_record, args=(str(path), barrier, results))
+            ctx.Process(target=_create_and_start_sweep, args=(str(path), barrier, results))
             for _ in range(CREATORS)
         ]
         for p in procs:

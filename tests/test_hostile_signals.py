@@ -367,11 +367,11 @@ def test_any_state_file_parses_or_says_why(data):
 
 
 def test_a_stale_sweep_of_a_dead_bench_is_closed(tmp_path, state_dir):
-    from orchestrator.sweep import recording as record
+    from orchestrator.sweep import recording
 
     db = Database(f"sqlite:///{tmp_path / 'bench.db'}", create=True)
-    old = record.start_sweep(db, "old", "matrix", 1, None, None)
-    current = record.start_sweep(db, "current", "matrix", 1, None, None)
+    old = recording.start_sweep(db, "old", "matrix", 1, None, None)
+    current = recording.start_sweep(db, "current", "matrix", 1, None, None)
     data = {"version": 1, "kind": "sweep", "db": liveruns.db_key(db), "sweep_id": old}
     (state_dir / "sweep-1.json").write_text(json.dumps(data) + "\n")  # nobody holds its lock
     liveruns.reap_stale(db, current, state_dir)

@@ -14,7 +14,7 @@ import click
 from orchestrator.config.filters import parse_id, parse_value
 from orchestrator.config.run_config import SQLITE_INT_MAX, RunConfig
 from orchestrator.errors import BenchError, ConfigError
-from orchestrator.storage.db import DEFAULT_URL, normalise_url
+from orchestrator.storage.db import DEFAULT_URL
 from orchestrator.text.terminal import markdown_text, safe, safe_line
 
 # Exceptions that already mean something to click or to the user: a usage error (exit 2), --help
@@ -139,27 +139,6 @@ def env_dir_option(f: Any) -> Any:
         envvar="BENCH_ENV_DIR",
         help="Where framework environments live (env BENCH_ENV_DIR; default ~/.cache/bench/envs).",
     )(f)
-
-
-def runs_root(db_url: str, runs_dir: str | None) -> Path:
-    """Run folders go beside the SQLite file unless --runs-dir says otherwise; the folder is made
-    here, before anything is recorded, so a path that cannot hold run folders is one line."""
-    url = normalise_url(db_url)
-    if runs_dir:
-        root, what = Path(runs_dir), f"--runs-dir {runs_dir}"
-    elif url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        root, what = Path(url[len("sqlite:///") :]).parent / "bench-runs", "the run folders"
-    else:
-        root, what = Path("bench-runs"), "the run folders"
-    try:
-        root = root.resolve()
-        if root.exists() and not root.is_dir():
-            raise ConfigError(f"{what}: {root} is not a folder")
-        root.mkdir(parents=True, exist_ok=True)
-    except (OSError, RuntimeError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise ConfigError(f"{what}: cannot make run folders in {root}: {why}") from None
-    return root
 
 
 def prepare_data(configs: list[RunConfig]) -> dict[str, Path]:

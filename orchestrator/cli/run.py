@@ -15,7 +15,6 @@ from orchestrator.cli.options import (
     echo,
     env_dir_option,
     prepare_data,
-    runs_root,
 )
 from orchestrator.config import matrix
 from orchestrator.config.checks import config_from_stored
@@ -24,12 +23,10 @@ from orchestrator.errors import ConfigError
 from orchestrator.launch.outcomes import OUTCOMES
 from orchestrator.report import results
 from orchestrator.storage.db import Database
-from orchestrator.sweep import recording as record
-from orchestrator.sweep.eta import History
-from orchestrator.sweep.progress import Progress
-from orchestrator.sweep.run import SweepResult, finished_hashes, latest_sweep, run_configs, walls_of
+from orchestrator.sweep.run import SweepResult
+from orchestrator.sweep.session import Plan, earlier_sweep, run_sweep
 
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # an interrupted run, rerun or train: 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def _parse_outcomes(text: str | None) -> set[str]:
@@ -150,47 +147,27 @@ def run(
         _dry_run(configs, set())
         return
     db = Database(db_url, create=not dry_run)
-    sweep = latest_sweep(db, m.name) if resume else None
-    runner = None if dry_run else make_executor(executor, address, pack, env_dir, wait_idle)
-    done = finished_hashes(db, sweep["id"], backstop=not no_backstop) if sweep else set()
+    earlier = earlier_sweep(db, m.name, backstop=not no_backstop) if resume else None
     if dry_run:
-        _dry_run(configs, done)
+        _dry_run(configs, earlier.done if earlier else set())
         return
-    todo = [c for c in configs if c.config_hash not in done]
-    history = History.from_db(db, todo)  # before the sweep is recorded: it may take seconds
-    root = runs_root(db_url, runs_dir)
-    if resume and sweep is None:
-        echo(f"no earlier sweep named {m.name!r}: starting a new one", err=True)
-    if sweep is not None:
-        if sweep["matrix_hash"] != m.file_hash:
-            echo(
-                f"note: {matrix_path} changed since sweep {sweep['id']}; "
-                "configurations are matched by their settings",
-                err=True,
-            )
-        sweep_id = sweep["id"]
-        record.reopen_sweep(db, sweep_id, len(configs))
-    else:
-        sweep_id = record.start_sweep(db, m.name, "matrix", len(configs), str(matrix_path), m.file_hash)
-    progress = Progress(len(todo), plan=todo, history=history)
-    try:
-        result = run_configs(
-            db,
-            sweep_id,
-            todo,
-            root,
-            env_dir,
-            progress,
-            first_index=len(configs) - len(todo) + 1,
-            data_files=data_files,
-            executor=runner,
-            walls=None if no_backstop else walls_of(db, sweep_id),
-            retry_disturbed=retry_disturbed,
-        )
-    finally:
-        if runner is not None:
-            runner.close()
-    result.skipped = len(configs) - len(todo)
+    runner = make_executor(executor, address, pack, env_dir, wait_idle)
+    plan = Plan(
+        m.name,
+        "matrix",
+        configs,
+        db_url,
+        runs_dir,
+        env_dir,
+        data_files,
+        matrix_path=str(matrix_path),
+        matrix_hash=m.file_hash,
+        resume=resume,
+        earlier=earlier,
+        backstop=not no_backstop,
+        retry_disturbed=retry_disturbed,
+    )
+    result = run_sweep(db, plan, runner, say=lambda line: echo(line, err=True))
     _finish(result, wanted_fail, hint(extra=["--resume"]))
 
 
@@ -213,10 +190,10 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
     # The row is outside input: checked as strictly as a matrix, and before anything is recorded.
     config = config_from_stored(old["config_json"], f"{db.where}: run {run_id}: config_json")
     data_files = prepare_data([config])
-    root = runs_root(db_url, runs_dir)
-    sweep_id = record.start_sweep(db, f"rerun of run {run_id}", "rerun", 1, None, None)
-    progress = Progress(1, follow=True, plan=[config], history=History.from_db(db, [config]))
-    result = run_configs(db, sweep_id, [config], root, env_dir, progress, data_files=data_files)
+    plan = Plan(
+        f"rerun of run {run_id}", "rerun", [config], db_url, runs_dir, env_dir, data_files, follow=True
+    )
+    result = run_sweep(db, plan)
     new_id = next(iter(result.outcomes), None)
     if new_id is not None:
         echo(

@@ -10,7 +10,8 @@ from typing import Any
 import click
 
 from orchestrator.cli.hint import hint
-from orchestrator.cli.options import db_option, echo, env_dir_option, prepare_data, runs_root
+from orchestrator.cli.options import db_option, echo, env_dir_option, prepare_data
+from orchestrator.cli.run import EXIT_INTERRUPTED
 from orchestrator.config.field_docs import field_help
 from orchestrator.config.filters import parse_value
 from orchestrator.config.matrix import LIST_FIELDS
@@ -24,10 +25,7 @@ from orchestrator.config.run_config import (
 from orchestrator.config.values import format_size
 from orchestrator.errors import ConfigError
 from orchestrator.storage.db import Database
-from orchestrator.sweep import recording as record
-from orchestrator.sweep.eta import History
-from orchestrator.sweep.progress import Progress
-from orchestrator.sweep.run import run_configs
+from orchestrator.sweep.session import Plan, run_sweep
 from orchestrator.text.formats import number
 from orchestrator.text.terminal import safe_line
 from workers.models import check_image_size
@@ -157,12 +155,9 @@ def train(runs_dir: str | None, db_url: str, env_dir: str | None, **values: str 
     config = build_config(values)
     data_files = prepare_data([config])
     db = Database(db_url, create=True)
-    root = runs_root(db_url, runs_dir)
-    sweep_id = record.start_sweep(db, "train", "train", 1, None, None)
-    progress = Progress(1, plan=[config], history=History.from_db(db, [config]))
-    result = run_configs(db, sweep_id, [config], root, env_dir, progress, data_files=data_files)
+    result = run_sweep(db, Plan("train", "train", [config], db_url, runs_dir, env_dir, data_files))
     for run_id in result.outcomes:
         echo(_summary(db, run_id))
     if result.interrupted:
         echo(f"interrupted: run it again with `{hint()}`", err=True)
-        raise SystemExit(130)
+        raise SystemExit(EXIT_INTERRUPTED)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrator.config.run_config import RunConfig
-from orchestrator.launch.execute import RunRecord
+from orchestrator.launch.run_record import RunRecord
 
 EXECUTORS = ("local", "ray")
 

@@ -7,7 +7,8 @@ from collections.abc import Generator, Iterable
 
 from orchestrator.executors import idle
 from orchestrator.executors.base import Job, ProgressSink
-from orchestrator.launch.execute import RunRecord, allowed_cpus, execute
+from orchestrator.launch.execute import allowed_cpus, execute
+from orchestrator.launch.run_record import RunRecord
 
 
 class LocalExecutor:

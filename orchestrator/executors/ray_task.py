@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.executors.base import Job
-from orchestrator.launch.execute import RunRecord, execute
+from orchestrator.launch.execute import execute
+from orchestrator.launch.run_record import RunRecord
 from orchestrator.provision import hostinfo
 
 log = logging.getLogger(__name__)

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig
 from orchestrator.config.values import cpu_set, format_cpus
 from orchestrator.launch import orphans, outcomes, tracing
 from orchestrator.launch.process import Finished, run_worker
+from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.launch.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
 from orchestrator.provision import envs
 from profiler import timeline as timelines
@@ -27,45 +25,6 @@ WORKERS_PARENT = Path(__file__).resolve().parents[2]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # Inherited variables that would make the framework's interpreter see the orchestrator's packages.
 DROPPED_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-
-
-@dataclass
-class RunRecord:
-    """Everything known about one finished run, ready for the database."""
-
-    config: RunConfig
-    outcome: outcomes.Outcome
-    run_dir: Path
-    started_at: str
-    ended_at: str
-    wall_seconds: float
-    worker_command: str
-    epochs: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    stderr_tail: str = ""
-    thread_env: dict[str, str] = field(default_factory=dict)
-    timeline: timelines.Timeline = field(default_factory=timelines.Timeline)
-    cpus_allowed: int = 0
-    trace: dict[str, Any] | None = None  # trace: kernels runs: backend, status, records
-    # Where it ran: the executor, the Ray node, that machine's facts (hostinfo.machine()), --pack.
-    executor: str = "local"
-    node: str | None = None
-    host: dict[str, Any] | None = None
-    packed: bool = False
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def run_dir_for(root: Path, index: int, config: RunConfig) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", config.label()).strip("-")
-    base = root / f"{index:04d}-{slug}-{config.config_hash[:8]}"
-    path, attempt = base, 1
-    while path.exists():
-        attempt += 1
-        path = base.with_name(f"{base.name}-a{attempt}")
-    return path
 
 
 def workers_path() -> Path:
@@ -135,15 +94,49 @@ def execute(
     on_worker_start: Callable[[int], None] | None = None,
     token: str | None = None,
 ) -> RunRecord:
-    """Run one configuration to its end; always returns a record, whatever happened.
+    """Run one configuration to its end, in its framework's environment; always returns a record,
+    whatever happened.
 
     ``on_worker_start(pid)`` learns the worker's pid (its process group) as soon as it exists.
     ``token`` marks every process of the run, the sampler's included (orchestrator/launch/orphans.py).
     """
+    return launch(
+        config,
+        run_dir,
+        lambda: envs.python_for(config.framework, env_root),
+        tick=tick,
+        data_file=data_file,
+        on_worker_start=on_worker_start,
+        token=token,
+    )
+
+
+# The interpreter that runs the worker, or None and why there is none (envs.python_for's answer).
+Interpreter = Callable[[], tuple[Path | None, str]]
+
+
+def launch(
+    config: RunConfig,
+    run_dir: Path,
+    interpreter: Interpreter,
+    task: str = "train",
+    sample: bool = True,
+    tick: Callable[[], None] | None = None,
+    data_file: Path | None = None,
+    on_worker_start: Callable[[int], None] | None = None,
+    token: str | None = None,
+) -> RunRecord:
+    """The one sequence of a worker's run: its folder and spec.json, its interpreter and
+    environment, the worker run in its own process group (beside the sampler, under nsys where the
+    settings ask), its outcome classified, everything it left gathered into a record.
+
+    ``task`` is the spec's: train, or probe (`bench models`: build the model, count its
+    parameters). ``sample`` False keeps the sampler off whatever the settings say.
+    """
     token = token or orphans.new_token()
     run_dir.mkdir(parents=True)
-    write_spec(run_dir, config, data_file)
-    python, where = envs.python_for(config.framework, env_root)
+    write_spec(run_dir, config, data_file, task)
+    python, where = interpreter()
     env, threads = worker_env(config)
     cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]
     cpus, cpus_allowed, cpus_problem = allowed_cpus(config)
@@ -154,25 +147,8 @@ def execute(
     if python is None or cpus_problem:
         outcome = outcomes.Outcome("unavailable", reason=cpus_problem or where)
     else:
-        sidecar = sidecar_for(config, run_dir, cpus)
-        try:
-            if sidecar:
-                sidecar.launch(token)
-            finished = run_worker(
-                cmd,
-                env,
-                run_dir,
-                config.timeout,
-                tick=tick,
-                cpus=cpus,
-                on_start=_started(sidecar, on_worker_start),
-                on_exit=sidecar.stop if sidecar else None,
-                token=token,
-            )
-        except BaseException:
-            if sidecar:  # stopped before the worker existed: the waiting sampler is told so
-                sidecar.stop()
-            raise
+        sidecar = sidecar_for(config, run_dir, cpus) if sample else None
+        finished = _run(config, cmd, env, run_dir, cpus, sidecar, tick, on_worker_start, token)
         timeline = timelines.read(run_dir / SAMPLES_FILE)
         outcome = outcomes.classify(finished, run_dir, config.timeout, timeline)
     rec = gather(
@@ -182,6 +158,38 @@ def execute(
     rec.cpus_allowed = cpus_allowed
     rec.trace = tracing.collect(config, run_dir, outcome.result, trace_note)
     return rec
+
+
+def _run(
+    config: RunConfig,
+    cmd: list[str],
+    env: dict[str, str],
+    run_dir: Path,
+    cpus: set[int] | None,
+    sidecar: Sidecar | None,
+    tick: Callable[[], None] | None,
+    on_worker_start: Callable[[int], None] | None,
+    token: str,
+) -> Finished:
+    """The worker run to its end, the sampler (if any) beside it from the worker's start."""
+    try:
+        if sidecar:
+            sidecar.launch(token)
+        return run_worker(
+            cmd,
+            env,
+            run_dir,
+            config.timeout,
+            tick=tick,
+            cpus=cpus,
+            on_start=_started(sidecar, on_worker_start),
+            on_exit=sidecar.stop if sidecar else None,
+            token=token,
+        )
+    except BaseException:
+        if sidecar:  # stopped before the worker existed: the waiting sampler is told so
+            sidecar.stop()
+        raise
 
 
 def _started(
@@ -237,7 +245,8 @@ def gather(
 ) -> RunRecord:
     events = outcomes.read_events(run_dir / "events.jsonl")
     if outcome.result and outcome.outcome == "ok":
-        epochs = list(outcome.result["epochs"])
+        # A train result has its epochs (outcomes checks it); a probe's (bench models) has none.
+        epochs = list(outcome.result.get("epochs", []))
     else:
         # A partial run's epochs come from its event stream: only those that can be stored.
         epochs = outcomes.unique_epochs(

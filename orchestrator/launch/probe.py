@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.config.run_config import RunConfig
-from orchestrator.launch import outcomes
-from orchestrator.launch.execute import worker_env, write_spec
-from orchestrator.launch.process import run_worker
+from orchestrator.launch.execute import launch
 from orchestrator.provision import envs
 from workers import models
 
@@ -40,11 +38,10 @@ def probe_with(
         framework=framework, model=model, classes=classes, image_size=image_size, timeout=PROBE_TIMEOUT
     )
     run_dir = workdir / f"{framework}-{model}"
-    run_dir.mkdir(parents=True)
-    write_spec(run_dir, config, task="probe")
-    env, _ = worker_env(config)
-    finished = run_worker([str(python), "-m", "workers", "--spec", "spec.json"], env, run_dir, PROBE_TIMEOUT)
-    outcome = outcomes.classify(finished, run_dir, PROBE_TIMEOUT)
+    # The sequence every run goes through, less what a build-and-count has no use for: the sampler
+    # (the trace and the CPU pinning are off in a default configuration already).
+    rec = launch(config, run_dir, lambda: (python, ""), task="probe", sample=False)
+    outcome = rec.outcome
     result = outcome.result or {}
     reason = outcome.reason if outcome.outcome != "ok" else None
     if outcome.exception_type and reason:

@@ -140,7 +140,7 @@ def python_for(framework: str, root: str | Path | None = None) -> tuple[Path | N
     )
 
 
-def _probe(python: Path, framework: str) -> tuple[str | None, str | None, str | None]:
+def _versions(python: Path, framework: str) -> tuple[str | None, str | None, str | None]:
     """Python and framework versions of an interpreter, read from package metadata (no import)."""
     dist = DISTRIBUTIONS.get(framework)
     # importlib.metadata is 3.8+; Python 3.6 (Singa) has pkg_resources instead.
@@ -182,7 +182,7 @@ def status(framework: str, root: str | Path | None = None) -> EnvStatus:
     if python is None:
         base, why = base_python(framework)
         return EnvStatus(framework, "unavailable", None, where if base else f"{where}; {why}", None)
-    py, version, problem = _probe(python, framework)
+    py, version, problem = _versions(python, framework)
     if framework == "fault":
         version = "fault"
     state = "unavailable" if problem else "ok"

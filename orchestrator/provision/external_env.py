@@ -41,22 +41,22 @@ def check(framework: str, python: str, build: BuildCheck) -> dict[str, Any]:
     if not os.access(path, os.X_OK):
         raise EnvironmentSetupError(f"{where}: not executable")
     version = _python_version(path, where)
-    probe = _probe(path, framework, build)
-    if probe["outcome"] != "ok":
+    built = _build_check(path, framework, build)
+    if built["outcome"] != "ok":
         raise EnvironmentSetupError(
-            f"{where}: cannot run bench's {framework} worker ({probe['outcome']}): {probe['reason']}"
+            f"{where}: cannot run bench's {framework} worker ({built['outcome']}): {built['reason']}"
         )
-    if probe["parameters"] != probe["reference"]:
+    if built["parameters"] != built["reference"]:
         raise EnvironmentSetupError(
-            f"{where}: {framework} {probe['framework_version']} builds {CHECK_MODEL} with "
-            f"{probe['parameters']} trainable parameters, not the {probe['reference']} of its definition"
+            f"{where}: {framework} {built['framework_version']} builds {CHECK_MODEL} with "
+            f"{built['parameters']} trainable parameters, not the {built['reference']} of its definition"
         )
     return {
         "python": str(path),
         "python_version": version,
-        "framework_version": probe["framework_version"],
-        "build": probe["build"],
-        "cuda_version": probe["cuda_version"],
+        "framework_version": built["framework_version"],
+        "build": built["build"],
+        "cuda_version": built["cuda_version"],
         "registered_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
@@ -86,7 +86,7 @@ def _python_version(path: Path, where: str) -> str:
     return version
 
 
-def _probe(path: Path, framework: str, build: BuildCheck) -> dict[str, Any]:
+def _build_check(path: Path, framework: str, build: BuildCheck) -> dict[str, Any]:
     from workers import models
 
     reference = models.infer(models.build_arch(CHECK_MODEL, 10, 32))["parameters"]

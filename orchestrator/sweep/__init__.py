@@ -1,5 +1,7 @@
 """sweep: many runs, from a matrix to rows in the database.
 
+    session.py    a command's sweep (bench run, rerun, train): opened new or reopened to resume,
+                  run, closed; the three commands differ only in the Plan they hand it
     run.py        a list of configurations run through an executor, each run recorded the moment
                   it ends; Ctrl-C/SIGTERM/SIGHUP end it as interrupted; a disturbed run queued again
     recording.py  sweeps and runs written to the database, one transaction per run
@@ -7,6 +9,7 @@
                   ended and recorded by the next one
     progress.py   the live line (step n of N, from the events) and plain lines elsewhere
     eta.py        how long the rest will take, from earlier runs in the database
+    folders.py    where run folders go: the root (beside the database, or --runs-dir), a sweep's, a run's
 
 May import: text, config, storage, provision, launch, executors.
 """

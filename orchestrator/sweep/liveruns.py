@@ -34,10 +34,11 @@ from orchestrator.config.checks import config_from_data
 from orchestrator.config.run_config import RunConfig
 from orchestrator.errors import BenchError, DatabaseError
 from orchestrator.launch import capture, orphans, outcomes
-from orchestrator.launch.execute import gather, now
+from orchestrator.launch.execute import gather
+from orchestrator.launch.run_record import now
 from orchestrator.launch.sidecar import SAMPLES_FILE
 from orchestrator.storage.db import Database, _sqlite_path
-from orchestrator.sweep import recording as record
+from orchestrator.sweep import recording
 from profiler import timeline as timelines
 
 STATE_VARIABLE = "BENCH_STATE_DIR"
@@ -163,7 +164,7 @@ class Ledger:
             held = self.runs[run_dir]
             _end_processes(held.data, held.path)
             try:
-                _record(self.db, {**held.data, "config": RunConfig(**held.data["config"])}, reason)
+                _store_interrupted(self.db, {**held.data, "config": RunConfig(**held.data["config"])}, reason)
             except (BenchError, sa.exc.SQLAlchemyError, OSError) as exc:
                 log.warning("could not record the run in %s: %s", run_dir, exc)
                 # The file stays, for the next bench; it says why this one left it.
@@ -250,7 +251,7 @@ def config_from(raw: Any) -> RunConfig:
         raise ValueError(str(exc)) from None
 
 
-def _record(db: Database, data: dict[str, Any], reason: str) -> bool:
+def _store_interrupted(db: Database, data: dict[str, Any], reason: str) -> bool:
     """Record the run `interrupted` with its folder's evidence; False if it already is."""
     run_dir, sweep_id = Path(data["run_dir"]), data["sweep_id"]
     runs, sweeps = db.runs, db.sweeps
@@ -268,7 +269,7 @@ def _record(db: Database, data: dict[str, Any], reason: str) -> bool:
     rec = gather(data["config"], outcome, run_dir, data["started_at"], None, command, {})
     rec.wall_seconds = max(0.0, _last_change(run_dir) - data["started"])
     rec.timeline = timelines.read(run_dir / SAMPLES_FILE)
-    record.record_run(db, sweep_id, rec)
+    recording.store_run(db, sweep_id, rec)
     return True
 
 
@@ -339,7 +340,7 @@ def _settle_run(db: Database, key: str, item: _Found) -> None:
     )
     try:
         with _database(db, key, item.data["db"]) as target:
-            if _record(target, item.data, reason):
+            if _store_interrupted(target, item.data, reason):
                 log.warning("recorded the run in %s interrupted: %s", item.data["run_dir"], reason)
     except (BenchError, sa.exc.SQLAlchemyError, OSError) as exc:
         log.warning(

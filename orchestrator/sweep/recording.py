@@ -1,4 +1,8 @@
-"""Write sweeps and runs to the database. A run is one transaction, committed as it ends."""
+"""Write sweeps and runs to the database. A run is one transaction, committed as it ends.
+
+In code, a record is a RunRecord (what one run left, launch/run_record.py); putting one into the
+database is storing it (store_run), so the word keeps one meaning.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +17,9 @@ import sqlalchemy as sa
 from orchestrator import __version__
 from orchestrator.config import samples
 from orchestrator.launch import tracing
-from orchestrator.launch.execute import RunRecord, now, summarise, where_it_died
+from orchestrator.launch.execute import summarise, where_it_died
 from orchestrator.launch.outcomes import EPOCH_COLUMNS, bounded
+from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.provision import hostinfo
 from orchestrator.storage.db import Database, hide_passwords
 from profiler import energy
@@ -182,7 +187,7 @@ def _fit_value(kind: sa.types.TypeEngine, value: Any) -> Any:
     return bounded(value)
 
 
-def record_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
+def store_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
     """Insert the run, its epochs, environment, samples and kernels in one transaction; return its id.
 
     The worker's parts (outcome evidence, result fields, epochs, trace names) go through ``fit``;

@@ -17,12 +17,12 @@ from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import RunConfig
 from orchestrator.executors.base import Executor, Job
 from orchestrator.executors.local import LocalExecutor
-from orchestrator.launch.execute import RunRecord, now, run_dir_for
-from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME, Outcome
+from orchestrator.launch.outcomes import Outcome
 from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
+from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.storage.db import Database
-from orchestrator.sweep import liveruns
-from orchestrator.sweep import recording as record
+from orchestrator.sweep import liveruns, recording
+from orchestrator.sweep.folders import retry_folder, run_folder, sweep_folder
 from orchestrator.sweep.progress import Progress
 from profiler import timeline as timelines
 
@@ -35,19 +35,6 @@ class SweepResult:
     outcomes: dict[int, str] = field(default_factory=dict)  # run id -> outcome
     skipped: int = 0
     interrupted: bool = False
-
-
-def finished_hashes(db: Database, sweep_id: int, backstop: bool = True) -> set[str]:
-    """Configurations of a sweep that already have a finished run (not interrupted, no cluster fault).
-
-    Without the backstop, a configuration the backstop skipped is not finished: it runs.
-    """
-    runs = db.runs
-    unfinished = [*RUN_AGAIN_ON_RESUME] if backstop else [*RUN_AGAIN_ON_RESUME, "skipped"]
-    query = sa.select(runs.c.config_hash).where(
-        runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(unfinished)
-    )
-    return {row["config_hash"] for row in db.rows(query)}
 
 
 def wall_key(config: RunConfig) -> str:
@@ -90,17 +77,6 @@ def skipped_record(config: RunConfig, run_dir: Path, wall: int) -> RunRecord:
     )
 
 
-def latest_sweep(db: Database, name: str) -> dict | None:
-    sweeps = db.sweeps
-    query = (
-        sa.select(sweeps)
-        .where(sweeps.c.name == name, sweeps.c.kind == "matrix")
-        .order_by(sweeps.c.id.desc())
-        .limit(1)
-    )
-    return next(db.rows(query), None)
-
-
 def run_configs(
     db: Database,
     sweep_id: int,
@@ -133,11 +109,11 @@ def run_configs(
         folder = liveruns.state_dir()
         ledger = liveruns.Ledger(db, sweep_id, folder)
         status, stopped = "interrupted", "the sweep was interrupted (Ctrl-C)"
-        root = runs_root / f"sweep-{sweep_id}"
+        root = sweep_folder(runs_root, sweep_id)
         retries: deque[Job] = deque()
         jobs = _with_retries(
             (
-                Job(config, run_dir_for(root, index, config), (data_files or {}).get(config.config_hash))
+                Job(config, run_folder(root, index, config), (data_files or {}).get(config.config_hash))
                 for index, config in enumerate(configs, start=first_index)
             ),
             retries,
@@ -149,13 +125,13 @@ def run_configs(
         try:
             try:
                 liveruns.reap_stale(db, sweep_id, folder)
-                sink.record_all(runs)
+                sink.store_all(runs)
             except KeyboardInterrupt as exc:
                 # Here, not in the executor: while a run was being recorded, or between runs. The
                 # executor is told, stops what it still runs and yields those runs as interrupted.
                 result.interrupted = True
                 stopped = f"the sweep was interrupted ({interrupt_name(exc)})"
-                sink.record_all(_stopped(runs))
+                sink.store_all(_stopped(runs))
             status = "interrupted" if result.interrupted else "finished"
         except KeyboardInterrupt:  # a second one while the stopped runs were recorded
             result.interrupted = True
@@ -165,7 +141,7 @@ def run_configs(
         finally:
             runs.close()  # an executor stops whatever it still runs
             ledger.close(f"{stopped} before this run was recorded")
-            record.end_sweep(db, sweep_id, status)
+            recording.end_sweep(db, sweep_id, status)
     return result
 
 
@@ -181,12 +157,12 @@ class _Sink:
     ledger: liveruns.Ledger | None = None
     retry: _Retry | None = None
 
-    def record_all(self, runs: Iterator[RunRecord]) -> None:
+    def store_all(self, runs: Iterator[RunRecord]) -> None:
         for rec in runs:
-            self.record(rec)
+            self.store(rec)
 
-    def record(self, rec: RunRecord) -> None:
-        run_id = record.record_run(self.db, self.sweep_id, rec)
+    def store(self, rec: RunRecord) -> None:
+        run_id = recording.store_run(self.db, self.sweep_id, rec)
         if self.ledger is not None:
             self.ledger.done(rec.run_dir)
         self.result.outcomes[run_id] = rec.outcome.outcome
@@ -209,7 +185,7 @@ class _Sink:
             wall = self.walls.get(wall_key(job.config)) if self.walls is not None else None
             if wall is not None and job.config.batch_size > wall:
                 self.progress.begin(job.config, job.run_dir)
-                self.record(skipped_record(job.config, job.run_dir, wall))
+                self.store(skipped_record(job.config, job.run_dir, wall))
                 continue
             yield self.ledger.open(job) if self.ledger is not None else job
 
@@ -232,7 +208,7 @@ class _Retry:
                 )
             return
         self.attempts[rec.config.config_hash] = done + 1
-        run_dir = rec.run_dir.with_name(f"{rec.run_dir.name}-retry{done + 1}")
+        run_dir = retry_folder(rec.run_dir, done + 1)
         self.queue.append(Job(rec.config, run_dir, self.data_files.get(rec.config.config_hash)))
         progress.total += 1
         progress.note(f"{rec.config.label()}: disturbed; running it again ({done + 1} of {self.most})")
