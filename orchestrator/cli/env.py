@@ -62,7 +62,7 @@ def models_command(
     """Build every model in every framework's environment and compare trainable parameter counts.
 
     Each model is built for real, in its own process, in that framework's environment; the
-    reference is the count computed from the one definition in workers/models.py.
+    reference is the count computed from the one definition in workers/models/.
 
     \b
     Examples:

@@ -1,7 +1,7 @@
 """config: what a run is, before anything runs.
 
     run_config.py  RunConfig, the typed configuration of one run, and each field's own rules; the
-                   model names are the model definition's (workers/models.py), not restated
+                   model names are the model definition's (workers/models/), not restated
     values.py      sizes (512MiB) and CPU lists ("0-3,6") read and written, and a bad value quoted
     checks.py      the rules across fields, and the strict reading of a configuration stored in a
                    database (a team shares one: its rows are outside input)

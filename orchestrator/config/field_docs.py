@@ -20,7 +20,7 @@ _SECONDS = f"seconds, a number >= 0 below {MAX_SECONDS:.0e}"
 # field -> what it does; allowed values come from _allowed() unless given in _FORMATS.
 MEANINGS: dict[str, str] = {
     "framework": "Which framework runs it, in its own environment; fault: the fake that fails on command.",
-    "model": "Architecture, defined once in workers/models.py.",
+    "model": "Architecture, defined once in workers/models/.",
     "device": "Where the model runs.",
     "batch_size": "Images per training step; at most the training split.",
     "optimizer": "Optimizer.",

@@ -25,7 +25,7 @@ from orchestrator.config.values import (
 from workers import models as definition
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax", "fault")
-# The model names are the one model definition's (workers/models.py), never restated here.
+# The model names are the one model definition's (workers/models/), never restated here.
 MODELS = definition.ALL_MODELS
 RECURRENT_MODELS = definition.RECURRENT  # token sequences in; image_size does not apply
 IMAGE_MODELS = definition.MODELS
