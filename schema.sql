@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -142,7 +142,24 @@ CREATE TABLE runs (
                                                          -- CPUs, % of their capacity
     steal_percent_mean      REAL,                        -- hypervisor steal, % of that capacity
     disturbed               INTEGER,                     -- 1: past a threshold; 0: quiet; NULL: unknown
-    disturbance             TEXT                         -- why it is flagged
+    disturbance             TEXT,                        -- why it is flagged
+    -- version 7: execution modes and precision (workers/execution.py, docs/fairness.md)
+    mode                    TEXT,                        -- configuration: eager | graph | compiled; NULL: the framework's default
+    precision               TEXT,                        -- configuration: bf16 | fp16 | tf32; NULL: fp32
+    compile_mode            TEXT,                        -- configuration: torch.compile's mode (PyTorch)
+    target_accuracy         REAL,                        -- configuration: time to accuracy's target
+    stop_at_target          INTEGER,                     -- configuration: 1: each repeat ends at the target
+    resolved_mode           TEXT,                        -- the mode that ran (the default resolved)
+    resolved_precision      TEXT,                        -- the precision that ran
+    execution               TEXT,                        -- JSON: how (the framework's calls and settings)
+    compile_seconds         REAL,                        -- warm-up time above what as many steady steps take
+    first_step_seconds      REAL,                        -- the first warm-up step, compilation included
+    warmup_steps_run        INTEGER,                     -- warm-up steps run until steady (or the bound)
+    steady_by               TEXT,                        -- how the run knows it was steady
+    first_step_loss         REAL,                        -- the first training step's loss
+    target_reached          INTEGER,                     -- 1: every repeat reached target_accuracy; 0: not; NULL: no target
+    target_seconds          REAL,                        -- training + evaluation wall seconds to the target (median of repeats)
+    target_epoch            INTEGER                      -- the epoch that reached it (first repeat)
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 
@@ -164,6 +181,8 @@ CREATE TABLE epochs (
     gpu_joules          REAL,                            -- GPU energy of the epoch (NULL: no figure)
     -- version 6: enough samples
     extra               INTEGER,                         -- 1: added for min_time/min_steps (not evaluated)
+    -- version 7: time to accuracy
+    wall_seconds        REAL,                            -- since the repeat began: its training and evaluation so far
     PRIMARY KEY (run_id, repeat, epoch)
 );
 

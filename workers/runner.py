@@ -7,7 +7,7 @@ the training step itself (batch arrangement, evaluation, loss read-out) stays ou
 import random
 import time
 
-from workers import nvtx, trace
+from workers import execution, nvtx, trace
 
 
 def epoch_order(seed, epoch, size):
@@ -127,10 +127,13 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
 
 
 def check_gpu_memory_budget(config):
+    from workers.adapters.base import Unsupported
     if config.get("gpu_memory_budget") and config.get("device") != "cuda":
-        from workers.adapters.base import Unsupported
         raise Unsupported("gpu_memory_budget caps device memory; it does not apply to device {}".format(
             config.get("device")))
+    refusal = execution.device_refusal(config)  # tf32 off a GPU, whatever the framework
+    if refusal:
+        raise Unsupported(refusal)
 
 
 # Extra epochs stop at this many per run, and once the run's time so far plus two more epochs would
@@ -206,6 +209,7 @@ def run(adapter, config, events):
         "train_size": train_size,
         "val_size": val_size,
         "epochs": records,
+        "execution": adapter.execution_info(),
     }
     memory = adapter.device_memory()
     if memory is not None:
@@ -232,4 +236,4 @@ def probe(adapter, config, events):
     except NotImplementedError:
         shape = None
     return {"status": "ok", "task": "probe", "info": info, "parameter_count": parameters,
-            "output_shape": shape}
+            "output_shape": shape, "execution": adapter.execution_info()}

@@ -103,7 +103,10 @@ def unknown_key(key: str, valid: Sequence[str], few: int = 6) -> str:
 def did_you_mean(word: str, options: Sequence[str]) -> str:
     if len(word) > 100:  # no name is this long; difflib's cost grows with the word
         return ""
-    close = difflib.get_close_matches(word, options, n=1)
+    # Two letters swapped is the commonest typo: a name with exactly the word's letters goes first
+    # (modle is model, not mode).
+    swapped = [o for o in options if sorted(o) == sorted(word)]
+    close = difflib.get_close_matches(word, swapped, n=1) or difflib.get_close_matches(word, options, n=1)
     return f" (did you mean {close[0]}?)" if close else ""
 
 

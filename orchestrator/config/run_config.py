@@ -22,6 +22,7 @@ from orchestrator.config.values import (
     parse_size,
     shown,
 )
+from workers import execution as modes
 from workers import models as definition
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax", "fault")
@@ -35,6 +36,10 @@ DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100", "imdb")
 TOKEN_DATASETS = ("imdb",)  # datasets of token sequences, for the recurrent models
 TRACES = ("off", "kernels")
 TASKS = ("train", "inference")
+MODES = modes.MODES  # execution modes and precisions: workers/execution.py, the one definition
+PRECISIONS = modes.PRECISIONS
+# torch.compile's own modes (PyTorch, mode compiled): how hard inductor works, and CUDA graphs.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 FAULTS = (
     "ok",
     "raise",
@@ -64,6 +69,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "fault": FAULTS,
     "trace": TRACES,
     "task": TASKS,
+    "mode": MODES,
+    "precision": PRECISIONS,
+    "compile_mode": COMPILE_MODES,
 }
 
 
@@ -116,6 +124,15 @@ class RunConfig:
     # timed epochs; None is bench's default (resolved_timing), so earlier hashes are kept.
     min_time: float | None = None
     min_steps: int | None = None
+    # Execution mode and precision (schema 7; workers/execution.py, docs/fairness.md): None is the
+    # framework's default mode and fp32, so earlier hashes are kept. compile_mode: torch.compile's
+    # mode (PyTorch, mode compiled). target_accuracy: time to accuracy, the validation accuracy
+    # whose first reaching is timed; stop_at_target ends each repeat there.
+    mode: str | None = None
+    precision: str | None = None
+    compile_mode: str | None = None
+    target_accuracy: float | None = None
+    stop_at_target: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a plain scalar, so this equals dataclasses.asdict, without its deep copies
@@ -249,6 +266,18 @@ def _features(value: Any) -> bool | None:
     return _bool(value) or None  # false stored as None, as above
 
 
+def _precision(value: Any) -> str | None:
+    _choice(PRECISIONS, "precision")(value)
+    return None if value == modes.DEFAULT_PRECISION else value  # fp32 stored as None: hashes kept
+
+
+def _accuracy(value: Any) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not 0 < value <= 1:
+        raise ValueError(f"expected an accuracy above 0 and at most 1 (0.75 for 75 %), got {shown(value)}")
+    return float(value)
+
+
 FEATURES_NEED_INFERENCE = "features applies to task: inference (the pooled features, no training)"
 
 
@@ -321,6 +350,11 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "features": _features,
     "min_time": _number(positive=False, maximum=MAX_SECONDS),
     "min_steps": _int("min_steps"),
+    "mode": _choice(CHOICES["mode"], "mode"),
+    "precision": _precision,
+    "compile_mode": _choice(CHOICES["compile_mode"], "compile_mode"),
+    "target_accuracy": _accuracy,
+    "stop_at_target": _features,
 }
 
 assert set(VALIDATORS) == set(FIELD_NAMES)

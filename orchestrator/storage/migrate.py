@@ -36,6 +36,7 @@ TABLES_BY_VERSION = {
     4: _FIRST_TABLES | {"samples", "phases", "kernels"},
     5: _FIRST_TABLES | {"samples", "phases", "kernels"},
     6: _FIRST_TABLES | {"samples", "phases", "kernels"},
+    7: _FIRST_TABLES | {"samples", "phases", "kernels"},
 }
 
 

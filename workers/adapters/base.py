@@ -7,6 +7,8 @@ anything: the shared runner (workers.runner) owns warm-up, clocks, synchronisati
 
 import platform
 
+from workers import execution
+
 
 def cpu_name():
     """The CPU model, for each adapter's device_name on CPU."""
@@ -110,6 +112,41 @@ class Adapter(object):
     def __init__(self, config):
         self.config = config
         self._steps = 0  # training steps since the last epoch_loss(); train_step() counts them
+        # How this run executes, filled in by the adapter (setup/build) for execution_info():
+        # "how" (the framework call of its mode, e.g. "torch.compile(backend='inductor')"),
+        # "precision_how" ("torch.autocast(cpu, bfloat16)"), "loss_scaling" (fp16's scaler or
+        # None), "compute_dtypes" (what the convolutions and matrix products ran in, where the
+        # adapter can see it), and any setting behind them.
+        self.execution = {}
+
+    # -- execution mode and precision (workers/execution.py; docs/fairness.md) ---------------
+
+    def mode(self):
+        """The mode this run resolves to: eager, graph or compiled."""
+        return execution.mode_of(self.config)
+
+    def precision(self):
+        """The precision this run resolves to: fp32, bf16, fp16 or tf32."""
+        return execution.precision_of(self.config)
+
+    def unsupported_mode(self, why):
+        """Unsupported for this run's mode in this framework: "mode 'graph' is not available in
+        JAX: <why>"."""
+        return Unsupported("mode {!r} is not available in {}: {}".format(self.mode(), self.title, why))
+
+    def unsupported_precision(self, why):
+        """Unsupported for this run's precision: "precision 'fp16' is not available in MXNet on
+        cpu: <why>"."""
+        return Unsupported("precision {!r} is not available in {} on {}: {}".format(
+            self.precision(), self.title, self.config.get("device"), why))
+
+    def execution_info(self):
+        """What ran, for the result: the resolved mode and precision, whether the mode was the
+        framework's default, and what the adapter recorded in self.execution."""
+        info = {"mode": self.mode(), "mode_default": not self.config.get("mode"),
+                "precision": self.precision()}
+        info.update(self.execution)
+        return info
 
     def setup(self):
         """Import the framework, apply thread settings, check the device.
