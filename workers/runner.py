@@ -7,7 +7,7 @@ the training step itself (batch arrangement, evaluation, loss read-out) stays ou
 import random
 import time
 
-from workers import execution, nvtx, trace
+from workers import execution, nvtx, trace, warmup
 
 
 def epoch_order(seed, epoch, size):
@@ -43,15 +43,31 @@ def minor_faults():
 
 
 def _warmup(adapter, config, events, train_size, marks):
+    """Untimed steps until the run is steady (workers/warmup.py); the result's "warmup" object and
+    the first training step's loss (read after step 1: it is untimed, and nothing else sees it)."""
+    if not config["warmup_steps"]:
+        return warmup.none(), None
     steps = adapter.prepare_epoch(epoch_order(config["seed"], 0, train_size))
-    events.set_phase("warmup", steps=config["warmup_steps"])
+    # An adapter that measures nothing (the fault worker) runs exactly warmup_steps steps.
+    state = warmup.Warmup(config["warmup_steps"], config["timeout"], getattr(adapter, "steady_warmup", True))
+    events.set_phase("warmup", steps=config["warmup_steps"], most=state.most)
     marks.push("warmup")
     step = _step_function(adapter, config)
-    for i in range(config["warmup_steps"]):
+    training = config.get("task") != "inference"
+    first_loss = None
+    while state.more():
+        i = len(state.seconds)
+        start = time.perf_counter()
         step(i % steps)
+        adapter.synchronize()
+        state.add(time.perf_counter() - start)
         events.step(0, i + 1)
-    adapter.synchronize()
+        if i == 0 and training:
+            first_loss = adapter.epoch_loss()  # reads and clears the loss sum: the first step's
     marks.pop()
+    summary = state.summary()
+    events.emit("steady", **{k: v for k, v in summary.items() if k != "step_seconds"})
+    return summary, first_loss
 
 
 def _step_function(adapter, config):
@@ -75,13 +91,15 @@ def _steps(step, events, epoch, steps, marks):
 
 
 def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, marks=nvtx.NoMarks(),
-           extra=False):
+           extra=False, began=None):
     """Run and time one epoch; return its record (seconds exclude evaluation).
 
     A traced run's tracer starts after the device is synchronised and stops after the clock: it
     sees exactly the timed steps, never warm-up, batch arrangement or evaluation. An extra epoch
     (added for min_time or min_steps) is timed alike but not evaluated: it is a timing sample, and
-    its accuracy would not belong to the configured epochs' curve.
+    its accuracy would not belong to the configured epochs' curve. ``began``: when the repeat's
+    clock started (after its reset), for the record's wall_seconds: its training and evaluation so
+    far, batch arrangement included, as time to accuracy counts it.
     """
     steps = adapter.prepare_epoch(epoch_order(config["seed"], epoch, train_size))
     events.set_phase("epoch", epoch=epoch, repeat=repeat, steps=steps)
@@ -121,6 +139,7 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
         "os_threads": os_threads(),
         "minor_faults": faults,
         "extra": 1 if extra else 0,
+        "wall_seconds": time.perf_counter() - began if began is not None else None,
     }
     events.emit("epoch_end", **record)
     return record
@@ -142,16 +161,19 @@ MAX_EXTRA_EPOCHS = 1000
 TIMEOUT_SHARE = 0.7
 
 
-def extra_epochs(config, records, more, per_epoch, started):
+def extra_epochs(config, records, more, per_epoch, started, stopped_at_target=False):
     """Add timed epochs (``more(epoch)`` runs one) until the run has min_time seconds and
     min_steps steps of timing; return None, or what stopped it short.
 
     They continue the last repeat, numbered after its configured epochs (each in the order its
-    number gives, as a configured epoch would be), so that every sample times the same work.
+    number gives, as a configured epoch would be), so that every sample times the same work. A
+    last repeat that stop_at_target ended gets none: it would train on past its target.
     """
     epoch = config["epochs"]
     while (sum(r["seconds"] for r in records) < (config.get("min_time") or 0)
            or sum(r["steps"] for r in records) < (config.get("min_steps") or 1)):
+        if stopped_at_target:
+            return "stop_at_target (the last repeat ended at its target: no extra epochs)"
         if epoch - config["epochs"] >= MAX_EXTRA_EPOCHS:
             return "the bound of {} extra epochs".format(MAX_EXTRA_EPOCHS)
         if time.perf_counter() - started + 2 * per_epoch > TIMEOUT_SHARE * config["timeout"]:
@@ -161,24 +183,64 @@ def extra_epochs(config, records, more, per_epoch, started):
     return None
 
 
+def _reached(config, record):
+    target = config.get("target_accuracy")
+    accuracy = record.get("val_accuracy")
+    return target is not None and accuracy is not None and accuracy >= target
+
+
+def _repeat(adapter, config, events, train_size, session, marks, repeat, records):
+    """One repeat's configured epochs (to its target, with stop_at_target); its target record and
+    when its clock began."""
+    # Warm-up and earlier repeats changed the weights: every timed repeat starts from the
+    # same initial state, so accuracy per epoch is comparable across repeats and frameworks.
+    events.set_phase("reset", repeat=repeat)
+    adapter.reset()
+    began = time.perf_counter()
+    hit = {"repeat": repeat, "reached": False, "epoch": None, "seconds": None}
+    for epoch in range(1, config["epochs"] + 1):
+        record = _epoch(adapter, config, events, train_size, repeat, epoch, session, marks, began=began)
+        records.append(record)
+        if _reached(config, record):
+            hit.update(reached=True, epoch=epoch, seconds=record["wall_seconds"])
+            events.emit("target", **hit)
+            if config.get("stop_at_target"):
+                break
+    return hit, began
+
+
 def _timed(adapter, config, events, train_size, session, marks, started):
-    """Every repeat's configured epochs, then the extra ones; the records and what stopped them."""
+    """Every repeat's configured epochs, then the extra ones; the records, what stopped them, and
+    the time to target of each repeat."""
     records = []
+    hits = []
     timed_from = time.perf_counter()
     for repeat in range(config["repeats"]):
-        # Warm-up and earlier repeats changed the weights: every timed repeat starts from the
-        # same initial state, so accuracy per epoch is comparable across repeats and frameworks.
-        events.set_phase("reset", repeat=repeat)
-        adapter.reset()
-        for epoch in range(1, config["epochs"] + 1):
-            records.append(_epoch(adapter, config, events, train_size, repeat, epoch, session, marks))
+        hit, began = _repeat(adapter, config, events, train_size, session, marks, repeat, records)
+        hits.append(hit)
     per_epoch = (time.perf_counter() - timed_from) / len(records)
 
     def more(epoch):
         return _epoch(adapter, config, events, train_size, config["repeats"] - 1, epoch, session, marks,
-                      extra=True)
+                      extra=True, began=began)
 
-    return records, extra_epochs(config, records, more, per_epoch, started)
+    stopped = hits[-1]["reached"] and bool(config.get("stop_at_target"))
+    return records, extra_epochs(config, records, more, per_epoch, started, stopped), hits
+
+
+def target_summary(config, hits):
+    """The result's "target" object (None without target_accuracy): reached only where every
+    repeat reached it; seconds the median of the repeats' (where all reached), epoch the first's."""
+    if config.get("target_accuracy") is None:
+        return None
+    reached = all(h["reached"] for h in hits)
+    seconds = sorted(h["seconds"] for h in hits) if reached else []
+    middle = len(seconds) // 2
+    median = None
+    if seconds:
+        median = seconds[middle] if len(seconds) % 2 else (seconds[middle - 1] + seconds[middle]) / 2.0
+    return {"accuracy": config["target_accuracy"], "stop": bool(config.get("stop_at_target")),
+            "repeats": hits, "reached": reached, "seconds": median, "epoch": hits[0]["epoch"]}
 
 
 def run(adapter, config, events):
@@ -198,9 +260,8 @@ def run(adapter, config, events):
     events.set_phase("data")
     train_size, val_size = adapter.load_data()
     events.emit("data", train_size=train_size, val_size=val_size)
-    if config["warmup_steps"]:
-        _warmup(adapter, config, events, train_size, marks)
-    records, stopped = _timed(adapter, config, events, train_size, session, marks, started)
+    warm, first_loss = _warmup(adapter, config, events, train_size, marks)
+    records, stopped, hits = _timed(adapter, config, events, train_size, session, marks, started)
     result = {
         "status": "ok",
         "samples_stopped_by": stopped,
@@ -210,6 +271,9 @@ def run(adapter, config, events):
         "val_size": val_size,
         "epochs": records,
         "execution": adapter.execution_info(),
+        "warmup": warm,
+        "first_step_loss": first_loss,
+        "target": target_summary(config, hits),
     }
     memory = adapter.device_memory()
     if memory is not None:

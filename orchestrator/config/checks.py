@@ -46,6 +46,9 @@ def cross_field_problem(
             "sample_interval",
             "memory_budget",
         ), "memory_budget needs the sampler, which sample_interval 0 turns off"
+    problem = execution_problem(config)
+    if problem:
+        return problem
     if config.framework == "fault":
         return None
     stray = tuple(key for key in FAULT_FIELDS if key in given)
@@ -62,6 +65,22 @@ def cross_field_problem(
         check_image_size(config.model, config.image_size)
     except ValueError as exc:
         return ("image_size", "model"), str(exc)
+    return None
+
+
+def execution_problem(config: RunConfig) -> Problem | None:
+    """The rules of the execution settings (docs/matrix.md). The fault worker takes mode, precision
+    and a target (it reports them, and its `learn` fault reaches targets), not compile_mode."""
+    if config.compile_mode is not None and (config.framework != "pytorch" or config.mode != "compiled"):
+        return ("compile_mode", "mode", "framework"), (
+            "torch.compile's mode: only applies to framework pytorch with mode compiled"
+        )
+    if config.stop_at_target and config.target_accuracy is None:
+        return ("stop_at_target", "target_accuracy"), "needs target_accuracy: the accuracy to stop at"
+    if config.task == "inference":
+        for key in ("target_accuracy", "stop_at_target"):
+            if getattr(config, key) is not None:
+                return (key, "task"), "time to accuracy applies to training, not task: inference"
     return None
 
 

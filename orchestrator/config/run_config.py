@@ -57,6 +57,8 @@ FAULTS = (
     "hostile",
     "orphans",
     "flood",
+    "learn",
+    "hostile_result",
 )
 # The fields whose values are names from a fixed list: the validators, --help and the filters'
 # did-you-mean all read them here.

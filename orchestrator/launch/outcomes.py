@@ -63,6 +63,7 @@ EPOCH_NUMBERS = (
     "os_threads",
     "minor_faults",
     "extra",  # 1: an epoch added for min_time/min_steps (orchestrator/config/samples.py)
+    "wall_seconds",  # since the repeat's reset: its training and evaluation so far (time to accuracy)
 )
 EPOCH_COLUMNS = ("repeat", "epoch", *EPOCH_NUMBERS)  # what the epochs table keeps of a record
 # What frameworks print when they run out of memory without raising a Python exception.

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from orchestrator import __version__
 from orchestrator.config import samples
-from orchestrator.launch import tracing
+from orchestrator.launch import result_fields, tracing
 from orchestrator.launch.execute import summarise, where_it_died
 from orchestrator.launch.outcomes import EPOCH_COLUMNS, bounded
 from orchestrator.launch.run_record import RunRecord, now
@@ -105,6 +105,7 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     row.update(samples.run_settings(rec.config, row, result.get("samples_stopped_by")))
     row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
     row.update(tracing.summary(rec.config, rec.trace, out.outcome))
+    row.update(result_fields.columns(rec.config, out.result))
     row.update({k: v for k, v in _energy(rec).items() if k != "epoch_joules"})
     return row
 

@@ -2,10 +2,16 @@
 
 It exists to drive every outcome through the real orchestrator, process boundary and worker core.
 A fault strikes during setup, or, with ``after_steps: N``, at the start of training step N + 1
-(warm-up steps count), so it can hit mid-epoch.
+(warm-up steps count), so it can hit mid-epoch. Its warm-up is exactly ``warmup_steps`` steps (it
+does not wait for a steady state: its steps are a token of work, and a fault must strike where the
+tests say). ``learn`` is an ok run with a learning curve fixed in advance (the loss halves and the
+error falls by half each epoch since reset), so first_step_loss and time to accuracy reach the
+database without a framework; ``hostile_result`` writes an ok result whose execution, warm-up and
+target fields are garbage of every kind, as a broken worker might.
 """
 
 import ctypes
+import json
 import os
 import resource
 import signal
@@ -176,6 +182,29 @@ def _flood(config):
     _segfault()
 
 
+def _hostile_result(result_path):
+    """An ok result with one good epoch, and garbage in every field of execution, warm-up and time
+    to target: wrong types, text that a terminal obeys, numbers out of range, a deep nest."""
+    nest = []
+    for _ in range(200):
+        nest = [nest]
+    text = HOSTILE * 2000  # about 150 KB
+    result = {
+        "status": "ok",
+        "epochs": [{"repeat": 0, "epoch": 1, "seconds": 0.5, "steps": 4, "images": 32,
+                    "wall_seconds": 0.75}],
+        "execution": {"mode": HOSTILE, "precision": 16, "mode_default": "maybe", "how": text,
+                      "compute_dtypes": {HOSTILE: nest}},
+        "warmup": {"steps": "many", "steady_by": text, "compile_seconds": "Infinity",
+                   "first_step_seconds": -5, "step_seconds": [HOSTILE], "steady": HOSTILE},
+        "first_step_loss": "NaN",
+        "target": {"reached": "yes", "seconds": [1.0], "epoch": 1e300, "accuracy": HOSTILE},
+    }
+    with open(result_path, "w") as f:
+        f.write(json.dumps(result).replace('"Infinity"', "Infinity"))
+    os._exit(0)
+
+
 class _Tracer(base.Tracer):
     """Made-up records in a fixed proportion of the traced time, so the tracing path (result,
     database, reports) can be tested without a framework; the backend's name says so."""
@@ -199,6 +228,8 @@ class _Tracer(base.Tracer):
 
 class Adapter(base.Adapter):
     name = "fault"
+    title = "the fault worker"
+    steady_warmup = False  # exactly warmup_steps warm-up steps: see the module's docstring
     result_path = None  # set by workers.__main__ so `garbage` can spoil it
     events = None  # likewise, so `hang` can report its child
 
@@ -208,6 +239,12 @@ class Adapter(base.Adapter):
         self.after = config.get("after_steps")
         self.steps_done = 0
         self.losses = 0
+        self.trained = 0  # steps since reset: `learn`'s curve
+        self.summed = 0.0  # `learn`'s loss sum since the last epoch_loss()
+        self.summed_steps = 0
+        self.steps_per_epoch = 1
+        # No framework: the mode and precision are reported as configured, nothing runs in them.
+        self.execution = {"how": "the fault worker (no framework: mode and precision only reported)"}
 
     def _strike(self):
         fault, config = self.fault, self.config
@@ -246,6 +283,8 @@ class Adapter(base.Adapter):
             _orphans(self.events)
         elif fault == "flood":
             _flood(config)
+        elif fault == "hostile_result":
+            _hostile_result(self.result_path)
 
     def setup(self):
         if self.after is None:
@@ -262,6 +301,8 @@ class Adapter(base.Adapter):
 
     def reset(self):
         self.losses = 0
+        self.trained = 0
+        self.summed, self.summed_steps = 0.0, 0
 
     def load_data(self):
         size = self.config["dataset_size"]
@@ -269,7 +310,11 @@ class Adapter(base.Adapter):
         return size - val, val
 
     def prepare_epoch(self, order):
+        self.steps_per_epoch = max(1, len(order) // self.config["batch_size"])
         return len(order) // self.config["batch_size"]
+
+    def _epochs_trained(self):
+        return float(self.trained) / self.steps_per_epoch
 
     def train_step(self, index):
         if self.after is not None and self.steps_done == self.after:
@@ -277,9 +322,20 @@ class Adapter(base.Adapter):
         self.steps_done += 1
         # A little real work so a step has a duration, as a framework's would.
         self.losses += sum(range(20000)) % 7
+        if self.fault == "learn":  # the loss of this step, on the fixed curve
+            self.summed += 2.3 * 0.5 ** self._epochs_trained()
+            self.summed_steps += 1
+        self.trained += 1
 
     def epoch_loss(self):
-        return None
+        if self.fault != "learn" or not self.summed_steps:
+            return None
+        value = self.summed / self.summed_steps
+        self.summed, self.summed_steps = 0.0, 0
+        return value
 
     def evaluate(self):
-        return None, None
+        if self.fault != "learn":
+            return None, None
+        done = self._epochs_trained()
+        return 2.3 * 0.5 ** done, 1.0 - 0.9 * 0.5 ** done
