@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 import sqlalchemy as sa
@@ -266,6 +268,62 @@ def _block(text: str, last: int | None = None) -> list[str]:
     return ["  " + t for t in (lines[-last:] if last else lines)]
 
 
+def execution_lines(run: dict[str, Any]) -> list[str]:
+    """`bench inspect`'s execution section: the mode and precision that ran and how, the warm-up
+    (compile seconds, how the run knew it was steady), the first step's loss and time to target."""
+    if run.get("resolved_mode") is None and run.get("resolved_precision") is None:
+        return []  # recorded before schema 7
+    mode_default = " (the framework's default)" if run.get("mode") is None else ""
+    precision_default = " (the default)" if run.get("precision") is None else ""
+    lines = [
+        "",
+        "execution:",
+        _field("mode", f"{run['resolved_mode']}{mode_default}"),
+        _field("precision", f"{run['resolved_precision']}{precision_default}"),
+    ]
+    lines += [_field(k, v) for k, v in _how(run.get("execution"))]
+    if run.get("compile_seconds") is not None:
+        first = run.get("first_step_seconds")
+        lines.append(
+            _field(
+                "compile seconds",
+                f"{number(run['compile_seconds'])} s (first step {number(first)} s, "
+                f"{run.get('warmup_steps_run')} warm-up steps)",
+            )
+        )
+    if run.get("steady_by") is not None:
+        lines.append(_field("steady", run["steady_by"]))
+    if run.get("first_step_loss") is not None:
+        lines.append(_field("first step loss", number(run["first_step_loss"])))
+    if run.get("target_accuracy") is not None:
+        lines.append(_field("time to target", _to_target(run)))
+    return lines
+
+
+def _how(text: Any) -> list[tuple[str, Any]]:
+    """What the execution JSON says beyond the mode and precision, one field a line."""
+    try:
+        data = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return [("how", "(not JSON)")]
+    if not isinstance(data, dict):
+        return []
+    shown = [(k, v) for k, v in data.items() if k not in ("mode", "precision", "mode_default") and v is not None]
+    return [(str(k), v if isinstance(v, str) else json.dumps(v, sort_keys=True)) for k, v in shown]
+
+
+def _to_target(run: dict[str, Any]) -> str:
+    target = f"target {number(run['target_accuracy'])}"
+    if run.get("target_reached") == 1:
+        repeats = f", median of {run['repeats']} repeats" if (run.get("repeats") or 1) > 1 else ""
+        epoch = f"epoch {run['target_epoch']}" if run.get("target_epoch") is not None else "an epoch"
+        return f"reached at {epoch} after {number(run['target_seconds'])} s ({target}{repeats})"
+    if run.get("target_reached") == 0:
+        every = " in every repeat" if (run.get("repeats") or 1) > 1 else ""
+        return f"not reached{every} ({target})"
+    return f"unknown: the run ended before it said ({target})"
+
+
 def inspect_text(data: dict[str, Any]) -> str:
     """`bench inspect`: every value read back from the database is outside text, made safe here."""
     run, env, epochs = data["run"], data["environment"], data["epochs"]
@@ -299,6 +357,7 @@ def inspect_text(data: dict[str, Any]) -> str:
     lines += [_field(k, v) for k, v in samples.inspect_fields(run)]
     if run.get("last_event"):
         lines.append(_field("last event", run["last_event"]))
+    lines += execution_lines(run)
     if epochs:
         lines += ["", "epochs:"]
         for e in epochs:

@@ -71,7 +71,8 @@ def _count(value: Any) -> int | None:
 
 
 def where_in_run(events: _Events, config: RunConfig | None) -> str:
-    """`warmup step 3/5`, `epoch 2/3 step 46/120` (with `repeat 1/2` when there are repeats), or
+    """`warmup step 3/5` (`warmup step 7 (until steady, at most 55)` past warmup_steps),
+    `epoch 2/3 step 46/120` (with `repeat 1/2` when there are repeats), or
     the phase; N is left out where the events do not say it."""
     event = events.last
     if event.get("event") != "step":
@@ -81,6 +82,9 @@ def where_in_run(events: _Events, config: RunConfig | None) -> str:
     steps = _count(events.phase.get("steps"))
     of_steps = f"step {step}" + (f"/{steps}" if steps else "")
     if not epoch:
+        most = _count(events.phase.get("most"))
+        if steps and step is not None and step > steps:  # past warmup_steps, until steady
+            return f"warmup step {step} (until steady" + (f", at most {most})" if most else ")")
         return f"warmup {of_steps}"
     epochs = f"/{config.epochs}" if config is not None else ""
     repeat = _count(events.phase.get("repeat"))
