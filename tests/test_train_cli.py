@@ -56,6 +56,15 @@ def test_train_runs_and_records_one_configuration(cli, workdir, db_url):
             ("--memory-budget", "1GiB", "--sample-interval", "0"),
             "--sample-interval: memory_budget needs the sampler",
         ),
+        (("--mode", "turbo"), "--mode: unknown mode 'turbo' (known: eager, graph, compiled)"),
+        (("--precision", "fp8"), "--precision: unknown precision 'fp8'"),
+        (("--target-accuracy", "2"), "--target-accuracy: expected an accuracy above 0 and at most 1"),
+        (("--stop-at-target", "true"), "--stop-at-target: needs target_accuracy"),
+        (("--compile-mode", "default"), "--compile-mode: torch.compile's mode: only applies to"),
+        (
+            ("--task", "inference", "--target-accuracy", "0.5"),
+            "--target-accuracy: time to accuracy applies to training",
+        ),
     ],
 )
 def test_train_rejects_bad_options_before_anything_runs(cli, workdir, args, message):

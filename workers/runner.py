@@ -201,7 +201,7 @@ def _repeat(adapter, config, events, train_size, session, marks, repeat, records
     for epoch in range(1, config["epochs"] + 1):
         record = _epoch(adapter, config, events, train_size, repeat, epoch, session, marks, began=began)
         records.append(record)
-        if _reached(config, record):
+        if not hit["reached"] and _reached(config, record):  # the first epoch that reaches it
             hit.update(reached=True, epoch=epoch, seconds=record["wall_seconds"])
             events.emit("target", **hit)
             if config.get("stop_at_target"):
