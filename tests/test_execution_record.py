@@ -2,7 +2,7 @@
 database and `bench inspect` (issue 24): real fault-worker runs through bench and the shared runner,
 a worker that writes garbage into every one of these fields, a version-6 database upgraded, and the
 settings' rules at the command line. The runner's own rules are in tests/test_steady.py; a real
-framework's run in tests/test_pytorch_runs.py."""
+framework's run in tests/test_time_to_accuracy.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 shared runner itself (workers/runner.py, workers/warmup.py): a scripted adapter on a scripted clock,
 so each rule and bound is reached exactly, where reaching it for real would depend on the machine.
 The same runner with the fault worker and real frameworks, through bench and its database, is in
-tests/test_execution_record.py and tests/test_pytorch_runs.py."""
+tests/test_execution_record.py and tests/test_time_to_accuracy.py."""
 
 from __future__ import annotations
 
