@@ -143,7 +143,11 @@ def test_garbage_in_every_new_field_is_stored_as_null_or_bounded_json(sweep):
 def test_a_failed_run_has_the_mode_and_precision_its_configuration_resolves_to(sweep):
     [failed, refused] = rows(sweep, "SELECT * FROM runs WHERE id IN (5, 6) ORDER BY id")
     assert failed["outcome"] == "error"
-    assert (failed["resolved_mode"], failed["resolved_precision"], failed["execution"]) == ("graph", "fp16", None)
+    assert (failed["resolved_mode"], failed["resolved_precision"], failed["execution"]) == (
+        "graph",
+        "fp16",
+        None,
+    )
     assert refused["outcome"] == "unsupported" and "'tf32'" in refused["reason"]
     assert (refused["resolved_mode"], refused["resolved_precision"]) == ("eager", "tf32")
     assert "precision: tf32\n" in inspect(sweep, 6)
@@ -221,7 +225,9 @@ RULES = [
 
 
 @pytest.mark.parametrize(("entry", "message"), RULES)
-def test_bad_execution_settings_are_the_matrix_error_naming_file_line_and_key(entry, message, write_matrix, cli):
+def test_bad_execution_settings_are_a_matrix_error_naming_file_line_and_key(
+    entry, message, write_matrix, cli
+):
     write_matrix(f"name: bad\nsettings:\n  framework: pytorch\ninclude:\n  - {{{entry}}}\n")
     result = cli("run", "--matrix", "m.yaml")
     assert result.exit_code == 1

@@ -95,8 +95,18 @@ class Scripted:
 
 
 def run(adapter: Scripted, tmp_path, **settings: Any) -> dict[str, Any]:
-    config = {"framework": "scripted", "seed": 0, "batch_size": 8, "epochs": 1, "repeats": 1, "warmup_steps": 2,
-              "timeout": 1000.0, "min_time": 0, "min_steps": 1, "task": "train"}
+    config = {
+        "framework": "scripted",
+        "seed": 0,
+        "batch_size": 8,
+        "epochs": 1,
+        "repeats": 1,
+        "warmup_steps": 2,
+        "timeout": 1000.0,
+        "min_time": 0,
+        "min_steps": 1,
+        "task": "train",
+    }
     config.update(settings)
     events = EventWriter(str(tmp_path / "events.jsonl"))
     try:
@@ -190,8 +200,16 @@ def test_wall_seconds_count_training_and_evaluation_since_the_reset(clock, tmp_p
 
 def test_stop_at_target_ends_each_repeat_at_its_target_and_adds_no_extra_epochs(clock, tmp_path):
     adapter = Scripted(clock, [1.0], accuracy=[0.3, 0.6, 0.9])
-    result = run(adapter, tmp_path, warmup_steps=3, epochs=3, repeats=2, target_accuracy=0.6,
-                 stop_at_target=True, min_time=1000)
+    result = run(
+        adapter,
+        tmp_path,
+        warmup_steps=3,
+        epochs=3,
+        repeats=2,
+        target_accuracy=0.6,
+        stop_at_target=True,
+        min_time=1000,
+    )
     assert [(e["repeat"], e["epoch"]) for e in result["epochs"]] == [(0, 1), (0, 2), (1, 1), (1, 2)]
     assert result["target"]["repeats"] == [
         {"repeat": 0, "reached": True, "epoch": 2, "seconds": pytest.approx(10.0)},
@@ -203,11 +221,18 @@ def test_stop_at_target_ends_each_repeat_at_its_target_and_adds_no_extra_epochs(
 
 def test_a_target_not_reached_in_every_repeat_is_not_reached(clock, tmp_path):
     adapter = Scripted(clock, [1.0], accuracy=[0.3, 0.5])
-    result = run(adapter, tmp_path, warmup_steps=3, epochs=2, repeats=2, target_accuracy=0.5,
-                 stop_at_target=True)
+    result = run(
+        adapter, tmp_path, warmup_steps=3, epochs=2, repeats=2, target_accuracy=0.5, stop_at_target=True
+    )
     assert result["target"]["reached"] is True
-    result = run(Scripted(clock, [1.0], accuracy=[0.3, 0.4]), tmp_path, warmup_steps=3, epochs=2,
-                 target_accuracy=0.5, stop_at_target=True)
+    result = run(
+        Scripted(clock, [1.0], accuracy=[0.3, 0.4]),
+        tmp_path,
+        warmup_steps=3,
+        epochs=2,
+        target_accuracy=0.5,
+        stop_at_target=True,
+    )
     target = result["target"]
     assert target["reached"] is False and target["seconds"] is None and target["epoch"] is None
     assert len(result["epochs"]) == 2  # all of them ran

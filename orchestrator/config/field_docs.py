@@ -55,9 +55,11 @@ MEANINGS: dict[str, str] = {
     "task": "inference: forward passes in evaluation mode, no training (docs/inference.md).",
     "features": "With task inference: stop at the pooled features, without the classifier.",
     "mode": "How a step runs: eager, graph or compiled (default: the framework's own; docs/fairness.md).",
-    "precision": "fp32, or mixed bf16/fp16 as the framework's users do it; tf32 on NVIDIA GPUs (docs/fairness.md).",
+    "precision": "fp32, or mixed bf16/fp16 as the framework's users do it; tf32 on NVIDIA GPUs "
+    "(docs/fairness.md).",
     "compile_mode": "PyTorch with mode compiled: torch.compile's mode (default inductor's default).",
-    "target_accuracy": "Time to accuracy: the validation accuracy whose first reaching is timed (docs/reports.md).",
+    "target_accuracy": "Time to accuracy: the validation accuracy whose first reaching is timed "
+    "(docs/reports.md).",
     "stop_at_target": "With target_accuracy: end each repeat at the epoch that reaches it.",
     "min_time": (
         "Least timed seconds per run: extra timed epochs (not evaluated) are added until reached "

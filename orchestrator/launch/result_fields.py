@@ -91,7 +91,9 @@ def _json(value: dict[str, Any]) -> str:
     text = json.dumps(_plain(value, 0), sort_keys=True, allow_nan=False)
     if len(text) <= EXECUTION_CHARS:
         return text
-    return json.dumps({"bench": f"the worker's execution object: {len(text):,} characters, more than bench keeps"})
+    return json.dumps(
+        {"bench": f"the worker's execution object: {len(text):,} characters, more than bench keeps"}
+    )
 
 
 def _plain(value: Any, depth: int) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 from typing import Any
 
 import sqlalchemy as sa
@@ -308,7 +307,9 @@ def _how(text: Any) -> list[tuple[str, Any]]:
         return [("how", "(not JSON)")]
     if not isinstance(data, dict):
         return []
-    shown = [(k, v) for k, v in data.items() if k not in ("mode", "precision", "mode_default") and v is not None]
+    shown = [
+        (k, v) for k, v in data.items() if k not in ("mode", "precision", "mode_default") and v is not None
+    ]
     return [(str(k), v if isinstance(v, str) else json.dumps(v, sort_keys=True)) for k, v in shown]
 
 
