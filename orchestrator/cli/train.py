@@ -137,6 +137,7 @@ def _summary(db: Database, run_id: int) -> str:
             f"threads {run['threads_steady'] or '—'} steady ({run['threads_max']} max), "
             f"peak RSS {format_size(run['rss_peak_bytes'])}"
         )
+    lines += [line.strip() for line in results.execution_lines(run)[2:] if "time to target" in line]
     lines.append(f"details: bench inspect {run_id}")
     return "\n".join(lines)
 
