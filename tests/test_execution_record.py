@@ -239,3 +239,21 @@ def test_the_fault_worker_takes_mode_precision_and_a_target(write_matrix, cli):
     write_matrix("include:\n  - {framework: fault, mode: compiled, precision: bf16, target_accuracy: 0.5}\n")
     result = cli("run", "--matrix", "m.yaml", "--dry-run")
     assert result.exit_code == 0, result.output
+
+
+def test_the_live_line_counts_warmup_steps_past_warmup_steps(tmp_path):
+    from orchestrator.sweep import progress
+
+    path = tmp_path / "events.jsonl"
+    lines = [
+        {"event": "phase", "phase": "warmup", "steps": 2, "most": 52},
+        {"event": "step", "epoch": 0, "step": 2},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    events = progress._Events(path)
+    events.read()
+    assert progress.where_in_run(events, None) == "warmup step 2/2"
+    with open(path, "a") as f:
+        f.write(json.dumps({"event": "step", "epoch": 0, "step": 7}) + "\n")
+    events.read()
+    assert progress.where_in_run(events, None) == "warmup step 7 (until steady, at most 52)"
