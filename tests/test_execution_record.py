@@ -143,6 +143,9 @@ def test_garbage_in_every_new_field_is_stored_as_null_or_bounded_json(sweep):
 def test_a_failed_run_has_the_mode_and_precision_its_configuration_resolves_to(sweep):
     [failed, refused] = rows(sweep, "SELECT * FROM runs WHERE id IN (5, 6) ORDER BY id")
     assert failed["outcome"] == "error"
+    # It failed in its first epoch, after warm-up: the warm-up's figures come from its event.
+    assert (failed["warmup_steps_run"], failed["last_phase"]) == (2, "epoch")
+    assert failed["steady_by"].startswith("a fixed warm-up") and failed["compile_seconds"] >= 0
     assert (failed["resolved_mode"], failed["resolved_precision"], failed["execution"]) == (
         "graph",
         "fp16",

@@ -66,7 +66,8 @@ def _warmup(adapter, config, events, train_size, marks):
             first_loss = adapter.epoch_loss()  # reads and clears the loss sum: the first step's
     marks.pop()
     summary = state.summary()
-    events.emit("steady", **{k: v for k, v in summary.items() if k != "step_seconds"})
+    # For a run that fails later: bench stores the warm-up's figures from this event.
+    events.emit("steady", first_step_loss=first_loss, **{k: v for k, v in summary.items() if k != "step_seconds"})
     return summary, first_loss
 
 

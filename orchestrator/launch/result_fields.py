@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.config.run_config import RunConfig
@@ -25,12 +26,19 @@ EXECUTION_STRING = 2000
 EXECUTION_CHARS = 32 << 10
 
 
-def columns(config: RunConfig, result: dict[str, Any] | None) -> dict[str, Any]:
-    """The runs columns these fields fill, from an ok or failed run's result (None: no result)."""
+def columns(
+    config: RunConfig, result: dict[str, Any] | None, events: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """The runs columns these fields fill, from an ok or failed run's result (None: no result); a
+    run that failed after its warm-up has the warm-up's figures from its `steady` event."""
     result = result if isinstance(result, dict) else {}
     given = result.get("execution")
     execution = given if isinstance(given, dict) else {}
     warmup = _dict(result.get("warmup"))
+    if not warmup:
+        steady: dict[str, Any] = next((e for e in reversed(events) if e.get("event") == "steady"), {})
+        warmup = steady
+        result = {"first_step_loss": steady.get("first_step_loss"), **result}
     target = _dict(result.get("target"))
     settings = config.to_dict()
     row: dict[str, Any] = {

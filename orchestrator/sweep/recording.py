@@ -105,7 +105,7 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     row.update(samples.run_settings(rec.config, row, result.get("samples_stopped_by")))
     row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
     row.update(tracing.summary(rec.config, rec.trace, out.outcome))
-    row.update(result_fields.columns(rec.config, out.result))
+    row.update(result_fields.columns(rec.config, out.result, rec.events))
     row.update({k: v for k, v in _energy(rec).items() if k != "epoch_joules"})
     return row
 
