@@ -49,7 +49,8 @@ def _warmup(adapter, config, events, train_size, marks):
         return warmup.none(), None
     steps = adapter.prepare_epoch(epoch_order(config["seed"], 0, train_size))
     # An adapter that measures nothing (the fault worker) runs exactly warmup_steps steps.
-    state = warmup.Warmup(config["warmup_steps"], config["timeout"], getattr(adapter, "steady_warmup", True))
+    state = warmup.Warmup(config["warmup_steps"], config.get("timeout"),
+                          getattr(adapter, "steady_warmup", True))
     events.set_phase("warmup", steps=config["warmup_steps"], most=state.most)
     marks.push("warmup")
     step = _step_function(adapter, config)
@@ -67,7 +68,8 @@ def _warmup(adapter, config, events, train_size, marks):
     marks.pop()
     summary = state.summary()
     # For a run that fails later: bench stores the warm-up's figures from this event.
-    events.emit("steady", first_step_loss=first_loss, **{k: v for k, v in summary.items() if k != "step_seconds"})
+    events.emit("steady", first_step_loss=first_loss,
+                **{k: v for k, v in summary.items() if k != "step_seconds"})
     return summary, first_loss
 
 

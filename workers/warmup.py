@@ -60,7 +60,7 @@ class Warmup(object):
     def __init__(self, least, timeout, to_steady=True):
         self.least = least
         self.most = least + MAX_EXTRA_STEPS
-        self.budget = TIMEOUT_SHARE * timeout
+        self.budget = TIMEOUT_SHARE * timeout if timeout else None  # None: no timeout, no share
         self.timeout = timeout
         self.to_steady = to_steady
         self.seconds = []
@@ -83,7 +83,8 @@ class Warmup(object):
                 self.most, self.least, MAX_EXTRA_STEPS)
             return False
         # One more step must fit in the share, as the last one took.
-        if time.perf_counter() - self.began + (self.seconds[-1] if self.seconds else 0) > self.budget:
+        spent = time.perf_counter() - self.began + (self.seconds[-1] if self.seconds else 0)
+        if self.budget is not None and spent > self.budget:
             self.stopped = "{:g} % of the run's timeout ({:g} s) spent in warm-up".format(
                 100 * TIMEOUT_SHARE, self.timeout)
             return False
