@@ -11,9 +11,9 @@ median. Three steps because one can be an outlier by chance (the median of three
 "each within" then fails and waits for a clean window) while two would call a falling trend steady
 too early; 10 % because a step that still compiles or autotunes costs several times a steady one,
 far outside 10 %, while steady steps mostly lie within a few per cent of their median
-(docs/performance.md; docs/architecture.md, "Timing", says what was seen). The bounds (MAX_EXTRA_STEPS beyond warmup_steps, and TIMEOUT_SHARE of the
-run's timeout spent in warm-up) keep a step time that never settles from eating the run; the
-result then says it was not steady.
+(docs/performance.md, "Warm-up to steady state", says what was seen). The bounds
+(MAX_EXTRA_STEPS beyond warmup_steps, and TIMEOUT_SHARE of the run's timeout spent in warm-up)
+keep a step time that never settles from eating the run; the result then says it was not steady.
 
 Standard library only and Python 3.6 code: every framework's interpreter runs it.
 """
