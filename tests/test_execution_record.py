@@ -260,3 +260,30 @@ def test_the_live_line_counts_warmup_steps_past_warmup_steps(tmp_path):
         f.write(json.dumps({"event": "step", "epoch": 0, "step": 7}) + "\n")
     events.read()
     assert progress.where_in_run(events, None) == "warmup step 7 (until steady, at most 52)"
+
+
+@pytest.mark.slow
+def test_the_new_columns_on_both_backends(db_url, write_matrix, cli):
+    """The same values on SQLite and PostgreSQL: a flag, a median of seconds, JSON text, a
+    worker's garbage as NULL (PostgreSQL's types are stricter than SQLite's about what they take)."""
+    from tests import dbs
+
+    write_matrix(
+        "settings: {framework: fault, dataset_size: 64, batch_size: 8, epochs: 4, sample_interval: 0}\n"
+        "include:\n  - {fault: learn, target_accuracy: 0.8, stop_at_target: true, precision: bf16}\n"
+        "  - {fault: hostile_result}\n"
+    )
+    result = cli("run", "--matrix", "m.yaml", "--db", db_url)
+    assert result.exit_code == 0, result.output
+    found = dbs.query(db_url, "SELECT * FROM runs ORDER BY id")
+    assert [(r["target_reached"], r["target_epoch"], r["resolved_precision"]) for r in found] == [
+        (1, 3, "bf16"),
+        (None, None, "fp32"),
+    ]
+    assert found[0]["target_seconds"] > 0 and found[0]["first_step_loss"] == 2.3
+    assert json.loads(found[1]["execution"])["how"].endswith("...")
+    assert found[1]["compile_seconds"] is None and found[1]["warmup_steps_run"] is None
+    walls = dbs.query(
+        db_url, "SELECT wall_seconds FROM epochs WHERE run_id = :r ORDER BY epoch", r=found[0]["id"]
+    )
+    assert len(walls) == 3 and all(w["wall_seconds"] > 0 for w in walls)
