@@ -77,6 +77,19 @@ def _precision(adapter, mx):
     from mxnet.contrib import amp
 
     precision, device = adapter.precision(), adapter.config["device"]
+    if precision == "tf32":
+        raise adapter.unsupported_precision(
+            "MXNet {} has no TF32 switch of its own for its matrix products (cuBLAS and cuDNN "
+            "decide)".format(mx.__version__))
+    if precision == "fp16" and device != "cuda":
+        raise adapter.unsupported_precision(
+            "MXNet AMP casts to float16 on GPU contexts only (amp's casts skip float16 on cpu), "
+            "and MXNet {}'s CPU kernels have no float16 convolution (its CPU convolution "
+            "raises 'FP16 gemm on cpu not implemented!')".format(mx.__version__))
+    if precision == "bf16" and device == "cuda":
+        raise adapter.unsupported_precision(
+            "MXNet AMP's bfloat16 is for CPU (oneDNN): MXNet {} has no bfloat16 CUDA kernels".format(
+                mx.__version__))
     done = _PROCESS.get("precision")
     if done is None and amp.amp._amp_initialized:
         done = "amp initialised outside bench"
@@ -85,30 +98,17 @@ def _precision(adapter, mx):
         # run in the first one's.
         raise RuntimeError("this process already set MXNet's precision to {}; amp.init cannot be "
                            "undone, so run {} in a fresh process".format(done, precision))
-    if precision == "fp32":
-        adapter.execution["precision_how"] = "float32 (no AMP)"
-    elif precision == "tf32":
-        raise adapter.unsupported_precision(
-            "MXNet {} has no TF32 switch of its own for its matrix products (cuBLAS and cuDNN "
-            "decide)".format(mx.__version__))
-    elif precision == "fp16" and device != "cuda":
-        raise adapter.unsupported_precision(
-            "MXNet AMP casts to float16 on GPU contexts only (amp's casts skip float16 on cpu), "
-            "and MXNet {}'s CPU kernels have no float16 convolution (its CPU convolution "
-            "raises 'FP16 gemm on cpu not implemented!')".format(mx.__version__))
-    elif precision == "bf16" and device == "cuda":
-        raise adapter.unsupported_precision(
-            "MXNet AMP's bfloat16 is for CPU (oneDNN): MXNet {} has no bfloat16 CUDA kernels".format(
-                mx.__version__))
-    elif done is None:
-        if precision == "bf16":
-            _check_bf16_kernels(adapter, mx)
+    if precision == "bf16" and done is None:
+        _check_bf16_kernels(adapter, mx)
+    if precision in ("bf16", "fp16") and done is None:
         amp.init(target_dtype="bfloat16" if precision == "bf16" else "float16")
     _PROCESS["precision"] = precision
-    if precision == "bf16":
-        adapter.execution["precision_how"] = "mxnet.contrib.amp.init(target_dtype='bfloat16')"
-    elif precision == "fp16":
-        adapter.execution["precision_how"] = "mxnet.contrib.amp.init(target_dtype='float16')"
+    adapter.execution["precision_how"] = {
+        "fp32": "float32 (no AMP)",
+        "bf16": "mxnet.contrib.amp.init(target_dtype='bfloat16'), no loss scaling",
+        "fp16": "mxnet.contrib.amp.init(target_dtype='float16')",
+    }[precision]
+    if precision == "fp16":
         adapter.execution["loss_scaling"] = "amp.init_trainer + amp.scale_loss (dynamic, from 2**16)"
 
 
