@@ -125,7 +125,8 @@ DRIVER = textwrap.dedent(
         from mxnet.contrib import amp
         from workers.adapters.mxnet import layers, modes
         amp.init(target_dtype="bfloat16")
-        net, _ = layers.Translator(mx).sequential(models.build_arch("small_cnn", 4, 16)["layers"], (3, 16, 16))
+        arch = models.build_arch("small_cnn", 4, 16)
+        net, _ = layers.Translator(mx).sequential(arch["layers"], (3, 16, 16))
         net.initialize()
         return modes.compute_dtypes(mx, net, (3, 16, 16))
 
@@ -206,7 +207,8 @@ def test_inference_runs_in_each_mode(fp32, mode):
     assert got["execution"]["mode"] == mode and HOW[mode] in got["execution"]["how"]
     eager = fp32("infer:eager")["output"]
     largest = max(abs(v) for row in eager for v in row)
-    worst = max(abs(a - b) for r1, r2 in zip(eager, got["output"]) for a, b in zip(r1, r2))
+    rows = zip(eager, got["output"], strict=True)
+    worst = max(abs(a - b) for r1, r2 in rows for a, b in zip(r1, r2, strict=True))
     assert worst <= FUSED_OUTPUT_RTOL * largest, (worst, largest)
 
 
