@@ -1,11 +1,12 @@
 """Apache MXNet adapter: translates workers.models architectures into Gluon blocks and trains them.
 
-mxnet is imported in setup() only, so this module imports anywhere. The training path is the
-one Gluon's users take for speed: a HybridSequential hybridized with static_alloc and
+mxnet is imported in setup() only, so this module imports anywhere. The default (mode graph) is
+the path Gluon's users take for speed: a HybridSequential hybridized with static_alloc and
 static_shape (one cached graph per forward, memory planned once), SoftmaxCrossEntropyLoss on
-a per-sample vector and Trainer.step(batch_size). MXNet's engine is asynchronous: train_step
-only queues work (the loss is summed on the engine, never read back per step) and
-synchronize() is mx.nd.waitall(). A recurrent model's token ids are fed as float32, as Gluon's
+a per-sample vector and Trainer.step(batch_size). Mode eager is the same blocks not hybridized
+(imperative Gluon); mode compiled and the precisions are in modes.py. MXNet's engine is
+asynchronous: train_step only queues work (the loss is summed on the engine, never read back per
+step) and synchronize() is mx.nd.waitall(). A recurrent model's token ids are fed as float32, as Gluon's
 Embedding takes them (exact: the vocabulary is far below 2**24).
 """
 
@@ -16,8 +17,7 @@ import sys
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.mxnet import layers
-
+from workers.adapters.mxnet import layers, modes
 
 
 class Adapter(base.Adapter):
@@ -41,6 +41,8 @@ class Adapter(base.Adapter):
         self._val = []  # validation batches as (x, y, real rows), padded to batch_size
         self._batches = []
         self._output = None  # the last inference step's output
+        self._scaled = False  # fp16: AMP's loss scaling in train_step (modes.py)
+        self._amp = None
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -51,6 +53,7 @@ class Adapter(base.Adapter):
         if requested > 0:
             for var in ("OMP_NUM_THREADS", "MXNET_OMP_MAX_THREADS", "MXNET_CPU_WORKER_NTHREADS"):
                 os.environ[var] = str(requested)
+        modes.before_import(self)
         try:
             import mxnet as mx
         except (ImportError, OSError, AttributeError) as exc:
@@ -79,6 +82,12 @@ class Adapter(base.Adapter):
         else:
             raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
         info["settings"] = _settings(mx, self.config.get("model"))
+        modes.after_import(self, mx)
+        if self.precision() == "fp16":
+            from mxnet.contrib import amp
+
+            self._amp, self._scaled = amp, True
+        info["settings"]["execution"] = self.execution["how"]
         return info
 
     # -- model -----------------------------------------------------------------------------
@@ -99,10 +108,9 @@ class Adapter(base.Adapter):
             layers.initialise(mx, node, block, channels)
         params = list(net.collect_params().values())
         self._initial = [(p, p.data().copy()) for p in params]
-        net.hybridize(static_alloc=True, static_shape=True)
         self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-        self.loss_fn.hybridize(static_alloc=True, static_shape=True)
         self.net, self._input = net, tuple(arch["input"])
+        modes.prepare(self, net, self.loss_fn)
         self.trainer = self._make_trainer()
         self._loss_sum = mx.nd.zeros((1,), ctx=self.ctx)
         self._steps = 0
@@ -137,7 +145,10 @@ class Adapter(base.Adapter):
         else:
             raise base.not_supported("optimizer", cfg["optimizer"], self.title)
         # A single context needs no kvstore: updates run locally on the parameters' device.
-        return self.mx.gluon.Trainer(params, cfg["optimizer"], settings, kvstore=None)
+        trainer = self.mx.gluon.Trainer(params, cfg["optimizer"], settings, kvstore=None)
+        if self._scaled:
+            self._amp.init_trainer(trainer)  # a fresh loss scaler (2**16) with each trainer
+        return trainer
 
     def reset(self):
         for param, value in self._initial:
@@ -191,10 +202,16 @@ class Adapter(base.Adapter):
             x = x.as_in_context(self.ctx)
             y = y.as_in_context(self.ctx)
         with self.mx.autograd.record():
-            loss = self.loss_fn(self.net(x), y)  # one value per sample
-        loss.backward()  # of the sum: Trainer.step(batch_size) turns it into the mean's gradient
+            # One value per sample, in float32 (AMP's casts end before the loss: the softmax
+            # cross-entropy is on its float32 list).
+            loss = self.loss_fn(self.net(x), y)
+            if self._scaled:  # fp16: AMP's dynamic loss scaling, inside record() as AMP asks
+                with self._amp.scale_loss(loss, self.trainer) as scaled:
+                    self.mx.autograd.backward(scaled)
+        if not self._scaled:
+            loss.backward()  # of the sum: Trainer.step(batch_size) turns it into the mean's gradient
         self.trainer.step(self.config["batch_size"])
-        self._loss_sum += loss.sum()  # queued on the engine: no read-back per step
+        self._loss_sum += loss.sum().astype("float32")  # queued on the engine: no read-back per step
         self._steps += 1
 
     def infer_step(self, index):
@@ -230,8 +247,8 @@ class Adapter(base.Adapter):
             loss = self.loss_fn(logits, y)
             if rows < len(y):
                 logits, loss, y = logits[:rows], loss[:rows], y[:rows]
-            total += loss.sum().astype("float64")
-            correct += (mx.nd.argmax(logits, axis=1) == y).sum().astype("float64")
+            total += loss.astype("float64").sum()
+            correct += (mx.nd.argmax(logits.astype("float32"), axis=1) == y).sum().astype("float64")
         return total.asscalar() / n, correct.asscalar() / n
 
     def tracer(self):
@@ -288,7 +305,6 @@ def _settings(mx, model):
         "mkldnn_enabled": bool(built and variable not in ("0", "false", "False")),
         "blas": sorted(k for k in features.keys() if k.startswith("BLAS_") and features.is_enabled(k)),
         "engine": os.environ.get("MXNET_ENGINE_TYPE") or "ThreadedEnginePerDevice",
-        "execution": "hybridized, static_alloc and static_shape",
     }
     if model in models.RECURRENT:
         rnn = os.environ.get("MXNET_USE_MKLDNN_RNN")

@@ -1,9 +1,12 @@
 """Apache Singa adapter: translates workers.models architectures into singa layers and trains them.
 
 Runs on Python 3.6 (singa 3.0.0.dev1 is a cp36 wheel). singa is imported in setup() only. The
-training path is Singa's own fast path: a ``singa.model.Model`` compiled with ``use_graph=True``,
-whose first step buffers forward, loss, backward and the SGD update as a computational graph that
-every later step replays (``Device.RunGraph``) after the batch is copied into the input tensors.
+default (mode graph) is Singa's own fast path: a ``singa.model.Model`` compiled with
+``use_graph=True``, whose first step buffers forward, loss, backward and the SGD update as a
+computational graph that every later step replays (``Device.RunGraph``) after the batch is copied
+into the input tensors; inference buffers the eval-mode forward the same way (layers.Forward).
+Mode eager is the same Model compiled with ``use_graph=False``: every operator runs as Python
+calls it. Singa has no compiler (mode compiled) and no 16-bit training (modes.py says why).
 
 The wheel's generated SWIG binding does not match its own Python layer. The workarounds below are
 each named after the error they mend (docs/frameworks/singa.md has the evidence):
@@ -30,7 +33,7 @@ import platform
 
 from workers import data
 from workers.adapters import base
-from workers.adapters.singa import layers
+from workers.adapters.singa import layers, modes
 from workers.adapters.singa.binding import HostIO
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -56,6 +59,7 @@ class Adapter(base.Adapter):
         self._arrays = None
         self._x_epoch = self._y_epoch = None
         self._output = None  # the last inference step's output
+        self._forward = None  # mode graph, task inference: layers.Forward, buffered on first use
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -89,6 +93,7 @@ class Adapter(base.Adapter):
         else:
             self.dev = sg["device"].get_default_device()
         self.dev.SetRandSeed(int(self.config["seed"]))
+        modes.check(self, sg)
         return {
             "framework_version": sg["version"],
             "python_version": platform.python_version(),
@@ -97,7 +102,7 @@ class Adapter(base.Adapter):
             "cuda_version": None,
             "build": "cuda" if cuda_build else "cpu",
             "settings": {
-                "training_path": "singa.model.Model, use_graph=True (buffered graph replayed per step)",
+                "training_path": self.execution["how"],
                 # What the wheel was compiled with: USE_DNNL is oneDNN, USE_CBLAS OpenBLAS.
                 "build_flags": dict((k, getattr(sg["wrap"], k)) for k in dir(sg["wrap"])
                                     if k.startswith("USE_")),
@@ -131,18 +136,20 @@ class Adapter(base.Adapter):
         self.net = sg["Net"](steps, self.optimizer, self._loss_sum)
         # compile() runs the layers' lazy initialisation (their parameters appear here) inside a
         # graph it then discards; training buffers its own graph on the first step.
-        self.net.compile([self._tx], is_train=True, use_graph=True, sequential=False)
+        self.net.compile([self._tx], is_train=True, use_graph=self.mode() == "graph", sequential=False)
+        self._forward = None
         self._params, self._states = translator.initialise(int(self.config["seed"]))
         self._initial = [t.clone() for t in self._states]
         self._steps = 0
         self.graph_runs = 0
+        self.execution["compute_dtypes"] = modes.compute_dtypes(self, sg, arch)
         return sum(t.size() for _, t in self._params)
 
     def _release(self):
         """Drop the previous model and its graph (a probe builds every model in one process)."""
         if self.dev is not None:
             self.dev.ResetGraph()
-        self.net = self.optimizer = None
+        self.net = self.optimizer = self._forward = None
         self._params, self._states, self._initial = [], [], []
         gc.collect()
 
@@ -188,14 +195,20 @@ class Adapter(base.Adapter):
     def train_step(self, index):
         HostIO.put(self._tx, self._x_epoch[index])
         HostIO.put(self._ty, self._y_epoch[index])
-        self.net(self._tx, self._ty)  # the graph also adds the loss to _loss_sum
+        self.net(self._tx, self._ty)  # train_one_batch also adds the loss to _loss_sum
         self._steps += 1
         self.graph_runs += 1
 
     def infer_step(self, index):
         HostIO.put(self._tx, self._x_epoch[index])
+        if self.mode() == "graph":  # the eval-mode forward, buffered once and replayed
+            if self._forward is None:
+                self._forward = _import()["Forward"](self.net)
+            self._output = self._forward(self._tx)
+            self.graph_runs += 1
+            return
         if self.net.training:  # once: eval mode (autograd.training off) runs forward() alone,
-            self.net.eval()    # eagerly, with no graph buffered and nothing kept for backward
+            self.net.eval()    # eagerly, with nothing kept for backward
         self._output = self.net(self._tx)
 
     def synchronize(self):
@@ -245,6 +258,11 @@ class Adapter(base.Adapter):
 
     def tracer(self):
         from workers.adapters.singa import trace
+
+        if self.mode() != "graph":
+            raise base.Unsupported(
+                "Singa's per-operator timing is its buffered graph's time profiling "
+                "(Device.PrintTimeProfiling); mode {!r} runs no graph".format(self.mode()))
 
         return trace.Tracer(self)
 

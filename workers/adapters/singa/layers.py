@@ -11,7 +11,7 @@ from workers.adapters.singa.binding import HostIO
 
 
 def classes(autograd, layer, model, wrap):
-    """Dropout, batch norm and the Model subclass, defined once singa is imported."""
+    """Dropout, batch norm and the Model subclasses, defined once singa is imported."""
 
     class Dropout(autograd.Dropout):
         """autograd.Dropout with the inverted-dropout scale 1 / (1 - ratio)."""
@@ -95,7 +95,32 @@ def classes(autograd, layer, model, wrap):
             self.loss_sum += loss  # buffered too: the loss never leaves the device per step
             return out, loss
 
-    return {"Conv": Conv, "Dropout": Dropout, "BatchNorm": BatchNorm, "Net": Net}
+    class Forward(model.Model):
+        """The net's eval-mode forward as a Model, so that Singa buffers it as a graph.
+
+        Singa buffers only a Model's train_one_batch, and only while that Model is training:
+        this one's train_one_batch is the forward alone, called with the Model in training
+        (so it buffers) and autograd.training off (dropout off, batch norm on its running
+        statistics, nothing kept for backward). Every call replays the graph on the input tensor
+        and returns the same output tensor, refilled.
+        """
+
+        def __init__(self, net):
+            super(Forward, self).__init__()
+            self.net = net
+            self.graph(True, False)
+
+        def forward(self, x):
+            return self.net.forward(x)
+
+        def train_one_batch(self, x):
+            return self.net.forward(x)
+
+        def __call__(self, x):
+            self.training, autograd.training = True, False
+            return self.train_one_batch(x)
+
+    return {"Conv": Conv, "Dropout": Dropout, "BatchNorm": BatchNorm, "Net": Net, "Forward": Forward}
 
 
 # -- translation of workers.models data into singa -----------------------------------------

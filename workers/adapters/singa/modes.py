@@ -1,0 +1,79 @@
+"""Singa's execution modes and precisions (workers/execution.py), for the Singa adapter. Python 3.6.
+
+- eager: the Model compiled with ``use_graph=False``: autograd runs each operator as Python calls it;
+- graph: ``use_graph=True`` (the default, what bench ran before modes were an axis): the first
+  ``train_one_batch`` is buffered as a graph of the same kernels, which every step replays
+  (``Device.RunGraph``); task inference buffers the eval-mode forward alike (layers.Forward);
+- compiled: none. Singa's graph schedules and replays its kernels one by one; nothing fuses them
+  or generates code.
+
+Precision: fp32 only. singa 3.0.0.dev1 has no mixed precision: ``Tensor.as_type`` takes float32
+and int only, its DataType enum has no bfloat16, and float16 appears only in DistOpt's NCCL
+gradient exchange (CUDA).
+"""
+
+
+def check(adapter, sg):
+    """Unsupported for what Singa lacks; otherwise record how the run executes."""
+    mode, precision = adapter.mode(), adapter.precision()
+    version, wrap = sg["version"], sg["wrap"]
+    if mode == "compiled":
+        raise adapter.unsupported_mode(
+            "singa {} has no compiler that generates fused code: its only other mode is the "
+            "buffered graph (mode graph), which replays the same kernels one by one "
+            "(Device.RunGraph)".format(version))
+    if precision == "bf16":
+        raise adapter.unsupported_precision(
+            "singa {} has no bfloat16 type: its tensors' DataType has {} and no bfloat16, and its "
+            "kernels are float32".format(version, ", ".join(_dtypes(wrap))))
+    if precision == "fp16":
+        raise adapter.unsupported_precision(
+            "singa {} has no mixed precision: Tensor.as_type takes float32 and int only (float16 "
+            "raises TypeError 'invalid data type'), autograd's operators and opt.SGD are float32, "
+            "and float16 appears only in DistOpt's NCCL gradient exchange "
+            "(backward_and_update_half, CUDA){}".format(
+                version, "" if adapter.config["device"] == "cuda" else
+                "; on CPU a float16 tensor cannot even be filled (SetFloatValue aborts on its "
+                "size check)"))
+    if precision == "tf32":
+        raise adapter.unsupported_precision(
+            "singa {} has no TF32 switch for its cuBLAS and cuDNN calls".format(version))
+    if mode == "graph":
+        how = ("singa.model.Model.compile(use_graph=True, sequential=False): train_one_batch "
+               "buffered once, replayed per step (Device.RunGraph)")
+        if adapter.config.get("task") == "inference":
+            how = ("the eval-mode forward buffered once as a graph (a Model whose train_one_batch is "
+                   "the forward, autograd.training off), replayed per step (Device.RunGraph)")
+    else:
+        how = "singa.model.Model.compile(use_graph=False): autograd runs each operator as it is called"
+    adapter.execution.update(how=how, precision_how="float32 (singa has no other)", loss_scaling=None)
+
+
+def _dtypes(wrap):
+    return sorted(name for name in dir(wrap) if name.startswith("kFloat") or name.startswith("kBF"))
+
+
+def compute_dtypes(adapter, sg, arch):
+    """What the convolutions and matrix products run in: the input's and parameters' type
+    (singa's kernels compute in their operands' type, and it has float32 only)."""
+    names = {sg["tensor"].float32: "float32"}
+    dtype = names.get(adapter._tx.dtype, str(adapter._tx.dtype))
+    types = set([dtype] + [names.get(t.dtype, str(t.dtype)) for _, t in adapter._params])
+    kinds = set(node["op"] for node in _nodes(arch["layers"]))
+    out = {}
+    if "conv" in kinds:
+        out["conv"] = "/".join(sorted(types))
+    if "dense" in kinds:
+        out["matmul"] = "/".join(sorted(types))
+    return out
+
+
+def _nodes(layers):
+    for node in layers:
+        yield node
+        for key in ("body", "shortcut"):
+            for inner in _nodes(node.get(key) or []):
+                yield inner
+        for branch in node.get("branches") or []:
+            for inner in _nodes(branch):
+                yield inner
