@@ -298,7 +298,8 @@ def test_one_configuration_that_ran_two_modes_is_never_pooled(tmp_path: Path):
 def test_a_run_that_ran_another_mode_than_it_asked_says_so(db: Path):
     sql(
         db,
-        "UPDATE runs SET resolved_mode = 'eager' WHERE framework = 'jax' AND mode = 'compiled' AND precision IS NULL",
+        "UPDATE runs SET resolved_mode = 'eager' WHERE framework = 'jax' AND mode = 'compiled' "
+        "AND precision IS NULL",
     )
     rows = records(db, "--table", "modes")
     jax = sorted(r["mode_label"] for r in rows if r["framework"] == "jax" and r["ran_precision"] == "fp32")
@@ -318,7 +319,8 @@ def test_a_run_that_ran_another_mode_than_it_asked_says_so(db: Path):
         'UPDATE runs SET execution = \'{"how": "\x1b]0;pwned\x07"}\' WHERE id = 4',
         "UPDATE runs SET compile_seconds = -3 WHERE id = 5",
         "UPDATE runs SET compile_seconds = 1e308 * 10 WHERE id = 5",
-        "UPDATE runs SET target_accuracy = 0.5, target_reached = 7, target_seconds = -1, target_epoch = -2 WHERE id = 6",
+        "UPDATE runs SET target_accuracy = 0.5, target_reached = 7, target_seconds = -1, "
+        "target_epoch = -2 WHERE id = 6",
         "UPDATE runs SET resolved_mode = '' WHERE id = 7",
     ],
 )
@@ -340,7 +342,8 @@ def test_hostile_values_in_the_new_columns_never_crash_nor_reach_the_terminal_ra
 def test_an_unknown_mode_is_shown_as_unknown_and_is_no_baseline(db: Path):
     sql(
         db,
-        "UPDATE runs SET resolved_mode = 'turbo' WHERE framework = 'pytorch' AND mode = 'eager' AND precision IS NULL",
+        "UPDATE runs SET resolved_mode = 'turbo' WHERE framework = 'pytorch' AND mode = 'eager' "
+        "AND precision IS NULL",
     )
     rows = records(db, "--table", "modes")
     turbo = cell(rows, "pytorch", "turbo")
