@@ -24,6 +24,7 @@ from orchestrator.launch.outcomes import Outcome
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.storage.db import Database
 from orchestrator.sweep import recording
+from profiler.kernels import classify, data_type
 from workers.execution import DEFAULT_MODES
 
 MATRIX = """
@@ -350,3 +351,90 @@ def test_an_unknown_mode_is_shown_as_unknown_and_is_no_baseline(db: Path):
     assert turbo["mode_label"] == "unknown 'turbo' (asked eager)"
     assert turbo["speedup_vs_eager_fp32"] is None
     assert cell(rows, "pytorch", "compiled")["speedup_vs_eager_fp32"] is None  # its baseline is gone
+
+
+# --- time to target -----------------------------------------------------------------------------
+
+
+def test_time_to_target_is_seconds_and_epoch_not_reached_or_blank(db: Path):
+    base = "UPDATE runs SET target_accuracy = 0.9, target_reached = ?, target_seconds = ?, target_epoch = ? "
+    where = "WHERE framework = 'pytorch' AND precision IS NULL AND mode = ?"
+    sql(db, base + where, 1, 12.4, 3, "eager")
+    sql(db, base + where, 0, None, None, "compiled")
+    text = bench(db, "--table", "modes")
+    line = {tuple(x.split()[:4]): x for x in text.splitlines() if x.startswith("pytorch")}
+    assert "12.4 s (epoch 3)" in line[("pytorch", "small_cnn", "eager", "fp32")]
+    assert "not reached" in line[("pytorch", "small_cnn", "compiled", "fp32")]
+    assert "time to target: training and evaluation wall seconds" in text
+    rows = records(db, "--table", "modes")
+    assert cell(rows, "pytorch", "graph")["target_seconds"] is None  # no target: blank
+
+
+# --- precision evidence from kernel traces --------------------------------------------------------
+
+# Real kernel and operator names: cuBLAS, cuBLASLt and cuDNN on a GPU; PyTorch's operators on a CPU.
+NAMES = {
+    "fp32": [("volta_sgemm_128x64_nn", 0.004), ("implicit_convolve_sgemm", 0.006), ("aten::relu", 0.001)],
+    "bf16": [
+        ("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", 0.003),
+        ("aten::mkldnn_convolution", 0.001),  # a CPU operator: its name carries no type
+        ("aten::add_", 0.002),
+    ],
+}
+
+
+def test_the_kernels_report_shows_which_data_type_the_products_ran_in(db: Path):
+    conn = sqlite3.connect(db)
+    ids = {}
+    for precision in ("fp32", "bf16"):
+        clause = "IS NULL" if precision == "fp32" else "= 'bf16'"
+        (run_id,) = conn.execute(
+            f"SELECT id FROM runs WHERE framework = 'pytorch' AND mode = 'compiled' AND precision {clause}"
+        ).fetchone()
+        ids[precision] = run_id
+        conn.execute("UPDATE runs SET trace = 'kernels', trace_status = 'ok' WHERE id = ?", (run_id,))
+        for seq, (name, seconds) in enumerate(NAMES[precision]):
+            cls, tile = classify(name)
+            conn.execute(
+                "INSERT INTO kernels (run_id, seq, backend, device, name, class, tile, calls, total_seconds) "
+                "VALUES (?, ?, 'test', 'cuda', ?, ?, ?, 1, ?)",
+                (run_id, seq, name, cls, tile, seconds),
+            )
+    conn.commit()
+    conn.close()
+    document = json.loads(bench(db, "--kernels", "--format", "json"))
+    by_type = {row["data_type"]: row for row in document["data_types"]}
+    (fp32_group,) = [g for g in by_type["fp32"] if "precision=fp32" in g]
+    (bf16_group,) = [g for g in by_type["fp32"] if "precision=bf16" in g]
+    assert by_type["fp32"][fp32_group]["share"] == pytest.approx(1.0)  # sgemm and the sgemm convolution
+    assert by_type["bf16"][bf16_group]["share"] == pytest.approx(0.75)  # the bf16 GEMM, 3 of 4 ms
+    assert by_type["unknown"][bf16_group]["share"] == pytest.approx(0.25)  # mkldnn_convolution: unknown
+    assert by_type["bf16"][fp32_group]["seconds"] == 0
+    text = bench(db, "--kernels")
+    assert "GEMM and convolution time by the data type" in text
+
+
+@pytest.mark.parametrize(
+    "name,dtype",
+    [
+        ("volta_sgemm_128x64_nn", "fp32"),
+        ("maxwell_scudnn_128x64_relu_interior_nn", "fp32"),
+        ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float>", "fp32"),
+        ("ampere_h16816gemm_128x128_ldg8_stages_32x5_nn", "fp16"),
+        ("volta_h884gemm_64x64_ldg8_nn", "fp16"),
+        ("volta_fp16_s884gemm_fp16_128x64_ldg8_f2f_nn", "fp16"),
+        ("cutlass_80_tensorop_f16_s16816gemm_relu_f16_64x64_64x4_nn_align8", "fp16"),
+        ("void at::native::vectorized_elementwise_kernel<4, c10::Half>", "fp16"),
+        ("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "bf16"),
+        ("void at::native::vectorized_elementwise_kernel<4, c10::BFloat16>", "bf16"),
+        ("brg_conv_fwd:avx512_core_amx_bf16", "bf16"),
+        ("sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", "tf32"),
+        ("aten::addmm", "unknown"),
+        ("aten::mkldnn_convolution", "unknown"),
+        ("Conv2D", "unknown"),
+        ("fusion.12", "unknown"),
+        ("halfway_there", "unknown"),
+    ],
+)
+def test_a_names_data_type_is_read_where_it_shows_and_unknown_elsewhere(name: str, dtype: str):
+    assert data_type(name) == dtype
