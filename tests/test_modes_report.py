@@ -438,3 +438,27 @@ def test_the_kernels_report_shows_which_data_type_the_products_ran_in(db: Path):
 )
 def test_a_names_data_type_is_read_where_it_shows_and_unknown_elsewhere(name: str, dtype: str):
     assert data_type(name) == dtype
+
+
+# --- the HTML page ----------------------------------------------------------------------------------
+
+
+def test_the_html_page_draws_step_time_by_mode_and_precision(db: Path, tmp_path: Path):
+    out = tmp_path / "page"
+    result = CliRunner().invoke(bench_cli, ["report", "--db", str(db), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "index.html").read_text()
+    assert "Step time by execution mode and precision" in page
+    (plot,) = [p for p in (out / "plots").glob("modes-*.png")]
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert "jax compiled bf16" in page  # a bar's label in the data kept beside the picture
+
+
+def test_the_html_page_has_no_modes_figure_for_one_mode(tmp_path: Path):
+    path = tmp_path / "bench.db"
+    store(path, DEFAULTS.replace("[pytorch, tensorflow]", "[pytorch]"))
+    out = tmp_path / "page"
+    result = CliRunner().invoke(bench_cli, ["report", "--db", str(path), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "One mode and precision in this selection" in (out / "index.html").read_text()
+    assert not list((out / "plots").glob("modes-*.png"))
