@@ -61,15 +61,15 @@ def _text(column: Any) -> Any:
 
 
 def mode_of(row: Row) -> str:
-    """The mode a summary or run ran, as select.summaries read it (Python's twin of ran_mode)."""
-    ran = row.get("ran_mode")
+    """The mode a summary or a run's row ran, as select.summaries read it (Python's twin of ran_mode)."""
+    ran = row.get("ran_mode", row.get("resolved_mode"))
     if isinstance(ran, str) and ran:
         return ran
     return row.get("mode") or DEFAULT_MODES.get(row.get("framework") or "", "eager")
 
 
 def precision_of(row: Row) -> str:
-    ran = row.get("ran_precision")
+    ran = row.get("ran_precision", row.get("resolved_precision"))
     if isinstance(ran, str) and ran:
         return ran
     return row.get("precision") or DEFAULT_PRECISION
@@ -78,7 +78,7 @@ def precision_of(row: Row) -> str:
 def mode_label(row: Row) -> str:
     """`eager`, `graph (default)`, or `graph (asked eager)` where the run did not run its own mode."""
     ran, asked = mode_of(row), row.get("mode")
-    text = cut(ran, LABEL_LIMIT) if ran in MODES else f"unknown {cut(ran, LABEL_LIMIT)!r}"
+    text = cut(ran, LABEL_LIMIT) if ran in MODES else f"unknown '{cut(ran, LABEL_LIMIT)}'"
     if asked is None:
         return f"{text} (default)"
     if asked != ran:
@@ -88,7 +88,7 @@ def mode_label(row: Row) -> str:
 
 def precision_label(row: Row) -> str:
     ran, asked = precision_of(row), row.get("precision") or DEFAULT_PRECISION
-    text = cut(ran, LABEL_LIMIT) if ran in PRECISIONS else f"unknown {cut(ran, LABEL_LIMIT)!r}"
+    text = cut(ran, LABEL_LIMIT) if ran in PRECISIONS else f"unknown '{cut(ran, LABEL_LIMIT)}'"
     return text if asked == ran else f"{text} (asked {cut(str(asked), LABEL_LIMIT)})"
 
 

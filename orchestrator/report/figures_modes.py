@@ -1,7 +1,8 @@
 """The HTML report's figure of execution modes and precision (issue 24): step time by framework ×
 mode × precision, one picture per model and device (and machine), drawn from `bench report --table
 modes`'s cells (report/modes.py), so a bar is exactly a cell of that table: never a pool of runs of
-different modes or precisions. Only where the selection has more than one mode or precision.
+different modes or precisions. Only where the selection has more than one mode or precision: the
+page has no such section otherwise.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ INTRO = (
 )
 
 
-def modes_section(db: Database, sel: Selection) -> Section:
-    section = Section("modes", "Step time by execution mode and precision", INTRO)
+def modes_section(db: Database, sel: Selection) -> Section | None:
+    """The section, or None where the selection ran one mode and one precision."""
     cells = modes(db, sel).rows
     if len({(c["mode_label"], c["precision_label"]) for c in cells}) < 2:
-        section.empty = "One mode and precision in this selection: nothing to set side by side."
-        return section
+        return None
+    section = Section("modes", "Step time by execution mode and precision", INTRO)
     timed = [c for c in cells if c.get("step_ms_median")]
     groups = by_key(timed, lambda c: (c["model"], c["device"], c["machine"]))
     for (model, device, machine), group in groups.items():

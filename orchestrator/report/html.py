@@ -236,9 +236,10 @@ def build(db: Database, sel: Selection, timeline_config: str | None) -> tuple[st
     runs = selected_runs(db, sel)
     figures.label_machines(runs, sweeps)
     comparison = Section("comparison", "Comparison table", COMPARISON, empty=None if runs else "No runs.")
+    modes = figures_modes.modes_section(db, sel)  # only where more than one mode or precision ran
     plotted = [
         figures.batch_section(runs),
-        figures_modes.modes_section(db, sel),
+        *([modes] if modes else []),
         figures.accuracy_section(db, runs),
         figures_runs.timeline_section(db, runs, wanted, how),
         figures_runs.crash_map_section(runs),
