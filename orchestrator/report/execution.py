@@ -22,6 +22,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.config.values import cut
 from orchestrator.storage.db import Database
 from workers.execution import DEFAULT_MODES, DEFAULT_PRECISION, MODES, PRECISIONS
@@ -151,19 +152,29 @@ def _short(text: str) -> str:
 
 
 def modes_note(rows: Sequence[Row]) -> list[str]:
-    """Where the frameworks in one table ran in different modes or precisions: the note that says
-    which, since their cells do not compare like with like (docs/fairness.md)."""
-    ok = [r for r in rows if r.get("ok_runs")]
+    """Where frameworks whose cells a table compares (the same settings but the framework, on one
+    machine) ran in different modes or precisions: the note that says which, since those cells do
+    not compare like with like (docs/fairness.md). An unset mode is each framework's default, so a
+    table of the defaults always gets it; a sweep with `mode: graph` for all does not."""
     notes = []
-    for what, label in (("modes", mode_of), ("precisions", precision_of)):
-        by_framework: dict[str, set[str]] = {}
-        for r in ok:
-            by_framework.setdefault(str(r["framework"]), set()).add(label(r))
-        if len({v for values in by_framework.values() for v in values}) < 2 or len(by_framework) < 2:
-            continue
-        ran = ", ".join(f"{f} {'/'.join(sorted(map(_short, vs)))}" for f, vs in by_framework.items())
-        notes.append(
-            f"note: the frameworks ran in different {what} ({ran}): not like with like; compare within "
-            f"a mode and precision with bench report --table modes; {DOC}"
-        )
+    for what, ran in (("modes", mode_of), ("precisions", precision_of)):
+        groups: dict[tuple[Any, ...], dict[str, str]] = {}
+        for r in rows:
+            if r.get("ok_runs"):
+                key = (
+                    r.get("fingerprint", r.get("machine")),
+                    *(r.get(f) for f in FIELD_NAMES if f != "framework"),
+                )
+                groups.setdefault(key, {})[str(r["framework"])] = ran(r)
+        differ: dict[str, set[str]] = {}
+        for group in groups.values():
+            if len(group) > 1 and len(set(group.values())) > 1:
+                for framework, value in group.items():
+                    differ.setdefault(framework, set()).add(value)
+        if differ:
+            text = ", ".join(f"{f} {'/'.join(sorted(map(_short, vs)))}" for f, vs in differ.items())
+            notes.append(
+                f"note: frameworks compared here ran in different {what} ({text}): not like with like; "
+                f"compare within a mode and precision with bench report --table modes; {DOC}"
+            )
     return notes
