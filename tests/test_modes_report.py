@@ -212,6 +212,12 @@ def test_where_selects_a_mode(db: Path):
     assert all(r["speedup_vs_eager_fp32"] is None for r in rows)
 
 
+def test_where_selects_fp32_though_it_is_stored_as_null(db: Path):
+    rows = records(db, "--table", "modes", "--where", "precision=fp32")
+    assert {r["ran_precision"] for r in rows} == {"fp32"} and len(rows) == 9
+    assert len(records(db, "--table", "modes", "--where", "precision=fp32,precision=bf16")) == 18
+
+
 def test_a_disturbed_cell_is_marked_and_so_is_its_speedup(db: Path):
     sql(
         db,

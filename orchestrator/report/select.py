@@ -106,7 +106,14 @@ def selection(db: Database, sweeps: Iterable[str] = (), where: str | None = None
 
 
 def where_conditions(runs: sa.Table, where: dict[str, frozenset[Any]]) -> list[Any]:
-    return [runs.c[FIELD_COLUMNS[key]].in_(sorted(values, key=str)) for key, values in where.items()]
+    """A condition per key. A value stored as NULL (`precision=fp32`, kept as None so that older
+    hashes hold) matches NULL: SQL's IN never does."""
+    conditions = []
+    for key, values in where.items():
+        column = runs.c[FIELD_COLUMNS[key]]
+        condition = column.in_(sorted((v for v in values if v is not None), key=str))
+        conditions.append(sa.or_(condition, column.is_(None)) if None in values else condition)
+    return conditions
 
 
 def latest_ids(db: Database, sel: Selection) -> Any:
