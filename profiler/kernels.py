@@ -195,11 +195,13 @@ def classify(name: str) -> tuple[str, str | None]:
 # --- the data type a name shows (issue 24: did a bf16 run's matrix products run in bf16?) ----------
 
 UNKNOWN = "unknown"
-# In the order reports list them; the rules below are tried in this order, first match wins: tf32
-# before fp32 (cuBLASLt's `..._f32f32_tf32f32_...`), bf16 before fp16 ("bf16" holds "f16"), 16-bit
+# In the order reports list them; the rules below are tried in this order, first match wins: fp8
+# and tf32 before fp32 (cuBLASLt's `..._f32f32_tf32f32_...`), bf16 before fp16 ("bf16" holds "f16"), 16-bit
 # before fp32 (a mixed kernel, `..._bf16bf16_bf16f32_f32`, computes its products in 16 bits).
-DATA_TYPES = ("bf16", "fp16", "tf32", "fp32", UNKNOWN)
+DATA_TYPES = ("fp8", "bf16", "fp16", "tf32", "fp32", UNKNOWN)
 DATA_TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # fp8's two formats (CUTLASS's Hopper GEMMs: `..._e4m3_e4m3_f32_f32_e5m2_...`): before fp32.
+    ("fp8", re.compile(r"fp8|e4m3|e5m2", re.IGNORECASE)),
     ("tf32", re.compile(r"tf32", re.IGNORECASE)),
     # bf16, bfloat16 (cuBLAS, CUTLASS, XLA's types), oneDNN's `avx512_core_bf16`/`amx_bf16`.
     ("bf16", re.compile(r"bf16|bfloat16", re.IGNORECASE)),
