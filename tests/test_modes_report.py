@@ -344,6 +344,7 @@ HOSTILE = [
         ("--table", "batch"),
         ("--compare", "1", "1"),
         ("--kernels",),
+        ("--resources",),
     ],
 )
 def test_hostile_values_in_the_new_columns_never_crash_nor_reach_the_terminal_raw(
@@ -497,3 +498,18 @@ def test_the_html_page_has_no_modes_figure_for_one_mode(tmp_path: Path):
     assert result.exit_code == 0, result.output
     assert "execution mode and precision" not in (out / "index.html").read_text()
     assert not list((out / "plots").glob("modes-*.png"))
+
+
+def test_the_resources_comparisons_keep_modes_apart(tmp_path: Path):
+    """--resources' threads comparison groups by framework, model, device and batch: runs of two
+    modes would share its cells; the mode they ran joins the group where it varies."""
+    path = tmp_path / "bench.db"
+    store(path, MATRIX.replace("[pytorch, tensorflow, jax]", "[pytorch]").replace("[fp32, bf16]", "[fp32]"))
+    store(path, MATRIX.replace("[pytorch, tensorflow, jax]", "[pytorch]").replace("[fp32, bf16]", "[fp32]"))
+    # one sweep: sweep 2's runs moved into sweep 1 as the threads=1 runs of the same configurations
+    sql(path, "UPDATE runs SET threads = 1, sweep_id = 1, config_hash = config_hash || 't1' WHERE sweep_id = 2")
+    sql(path, "UPDATE runs SET samples_count = 10, cpu_percent_mean = 100 * threads + id")
+    document = json.loads(bench(path, "--resources", "--sweep", "1", "--format", "json"))
+    rows = document["comparisons"]["threads"]
+    assert sorted({r["mode"] for r in rows}) == ["compiled", "eager", "graph"]
+    assert all(r["runs"] == 1 for r in rows)  # one run a cell: never an eager and a compiled one
