@@ -507,7 +507,8 @@ def test_the_resources_comparisons_keep_modes_apart(tmp_path: Path):
     store(path, MATRIX.replace("[pytorch, tensorflow, jax]", "[pytorch]").replace("[fp32, bf16]", "[fp32]"))
     store(path, MATRIX.replace("[pytorch, tensorflow, jax]", "[pytorch]").replace("[fp32, bf16]", "[fp32]"))
     # one sweep: sweep 2's runs moved into sweep 1 as the threads=1 runs of the same configurations
-    sql(path, "UPDATE runs SET threads = 1, sweep_id = 1, config_hash = config_hash || 't1' WHERE sweep_id = 2")
+    moved = "threads = 1, sweep_id = 1, config_hash = config_hash || 't1'"
+    sql(path, f"UPDATE runs SET {moved} WHERE sweep_id = 2")
     sql(path, "UPDATE runs SET samples_count = 10, cpu_percent_mean = 100 * threads + id")
     document = json.loads(bench(path, "--resources", "--sweep", "1", "--format", "json"))
     rows = document["comparisons"]["threads"]
