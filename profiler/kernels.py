@@ -192,6 +192,43 @@ def classify(name: str) -> tuple[str, str | None]:
     return cls, tile_shape(name) if cls in TILED else None
 
 
+# --- the data type a name shows (issue 24: did a bf16 run's matrix products run in bf16?) ----------
+
+UNKNOWN = "unknown"
+# In the order reports list them; the rules below are tried in this order, first match wins: fp8
+# and tf32 before fp32 (cuBLASLt's `..._f32f32_tf32f32_...`), bf16 before fp16 ("bf16" holds "f16"), 16-bit
+# before fp32 (a mixed kernel, `..._bf16bf16_bf16f32_f32`, computes its products in 16 bits).
+DATA_TYPES = ("fp8", "bf16", "fp16", "tf32", "fp32", UNKNOWN)
+DATA_TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # fp8's two formats (CUTLASS's Hopper GEMMs: `..._e4m3_e4m3_f32_f32_e5m2_...`): before fp32.
+    ("fp8", re.compile(r"fp8|e4m3|e5m2", re.IGNORECASE)),
+    ("tf32", re.compile(r"tf32", re.IGNORECASE)),
+    # bf16, bfloat16 (cuBLAS, CUTLASS, XLA's types), oneDNN's `avx512_core_bf16`/`amx_bf16`.
+    ("bf16", re.compile(r"bf16|bfloat16", re.IGNORECASE)),
+    # fp16/f16/half; the tensor-core GEMMs of cuBLAS named by their MMA shape with an h (half)
+    # operand type: volta_h884gemm, turing_h1688gemm, ampere_h16816gemm; hgemm.
+    (
+        "fp16",
+        re.compile(
+            r"fp16|(?<![a-z0-9])f16|_f16|(?<![a-z])half(?![a-z])|h(?:884|1688|16816)|hgemm|hmma",
+            re.IGNORECASE,
+        ),
+    ),
+    # sgemm (cuBLAS's single-precision GEMM, also inside cuDNN's implicit_convolve_sgemm), scudnn,
+    # fp32/f32/float32 spelled out.
+    ("fp32", re.compile(r"sgemm|scudnn|fp32|(?<![a-z0-9])f32|_f32|float32|\bfloat\b", re.IGNORECASE)),
+)
+
+
+def data_type(name: str) -> str:
+    """The data type a kernel or operator name shows, or `unknown`: most CPU operator names
+    (aten::addmm, Conv2D, XLA's fusion names) carry none, and then nothing is guessed."""
+    for dtype, pattern in DATA_TYPE_RULES:
+        if pattern.search(name):
+            return dtype
+    return UNKNOWN
+
+
 def rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Database rows for a run's trace records: merged by name, classified, with each one's share.
 

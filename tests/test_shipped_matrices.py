@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from orchestrator.config.matrix import load_matrix
-from orchestrator.config.run_config import FRAMEWORKS
+from orchestrator.config.run_config import FRAMEWORKS, MODES
 
 MATRICES = Path(__file__).resolve().parent.parent / "matrices"
 REAL = [f for f in FRAMEWORKS if f != "fault"]
@@ -28,6 +28,8 @@ def test_every_matrix_file_is_tested():
         "googlenet-alexnet",
         "imdb-gru",
         "gaps",
+        "modes",
+        "modes-quick",
     }
 
 
@@ -43,6 +45,8 @@ def test_every_matrix_file_is_tested():
         "googlenet-alexnet",
         "imdb-gru",
         "gaps",
+        "modes",
+        "modes-quick",
     ],
 )
 def test_matrix_loads_with_every_framework(name):
@@ -94,3 +98,28 @@ def test_the_gaps_matrix_is_the_one_docs_fairness_md_measured():
     assert {(c.image_size, c.batch_size, c.threads, c.train_size // c.batch_size) for c in configs} == {
         (224, 32, 2, 3)
     }
+
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def test_the_modes_matrices_cross_every_framework_mode_and_precision():
+    """matrices/modes.yaml: the studies' size, all cores, every framework × mode × {fp32, bf16}."""
+    configs = load_matrix(MATRICES / "modes.yaml").configs
+    assert len(configs) == 6 * 2 * 3 * 2
+    assert {(c.framework, c.model, c.mode, c.precision or "fp32") for c in configs} == {
+        (f, m, mode, p)
+        for f in REAL
+        for m in ("resnet50", "vgg16")
+        for mode in MODES
+        for p in ("fp32", "bf16")
+    }
+    assert {(c.image_size, c.batch_size, c.threads, c.dataset) for c in configs} == {
+        (224, 32, 0, "synthetic")
+    }
+    assert {c.task for c in configs} <= {None, "train"}
+    quick = load_matrix(MATRICES / "modes-quick.yaml").configs
+    assert {(c.framework, c.mode, c.precision or "fp32") for c in quick} == {
+        (f, mode, p) for f in REAL for mode in MODES for p in PRECISIONS
+    }
+    assert {c.model for c in quick} == {"small_cnn"} and {c.image_size for c in quick} == {32}

@@ -50,7 +50,9 @@ from orchestrator.text.formats import FORMATS
     show_default=True,
     help="results: one row per configuration; comparison: framework rows, model × device columns, "
     "seconds per epoch; batch: images/s and ms/image by batch size; accuracy: validation accuracy "
-    "at epochs 5, 10, … by optimizer and lr; resources: as --resources (docs/results.md).",
+    "at epochs 5, 10, … by optimizer and lr; modes: ms/step, speed-up over the framework's eager fp32, "
+    "compile seconds and time to target by execution mode and precision; resources: as --resources "
+    "(docs/results.md).",
 )
 @click.option(
     "--where",
@@ -113,7 +115,7 @@ def report(
     db_url: str,
 ) -> None:
     """One row per configuration: outcome, median epoch seconds, images/s, time per image;
-    or, with --table, the research's comparison, batch-size and accuracy tables.
+    or, with --table, the research's comparison, batch-size, accuracy and modes tables.
 
     \b
     Examples:
@@ -125,6 +127,7 @@ def report(
       bench report --table comparison --sweep all
       bench report --table batch --where framework=mxnet,device=cpu --format csv
       bench report --table accuracy --sweep 3,5
+      bench report --table modes --format markdown
       bench report --compare 3 5
       bench report --html report/ --sweep 3
       bench report --kernels --where framework=pytorch,framework=tensorflow

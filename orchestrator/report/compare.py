@@ -13,6 +13,7 @@ from typing import Any
 
 from orchestrator.config import samples
 from orchestrator.config.run_config import FIELD_NAMES
+from orchestrator.report.execution import modes_note
 from orchestrator.report.select import (
     Selection,
     disturbed_mark,
@@ -22,7 +23,7 @@ from orchestrator.report.select import (
     summaries,
     varying,
 )
-from orchestrator.report.tables import Table, key_columns, throughput, with_range
+from orchestrator.report.tables import LABELS, Table, key_columns, label_execution, throughput, with_range
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, mib, number
 
@@ -83,7 +84,7 @@ def pair(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
     """One configuration's row: its settings, both sides' numbers (a_…, b_…), ratios and verdict."""
     both = a or b
     assert both is not None
-    row = {k: both[k] for k in ("config_hash", *FIELD_NAMES)}
+    row = {k: both[k] for k in ("config_hash", "ran_mode", "ran_precision", *LABELS.values(), *FIELD_NAMES)}
     for side, summary in (("a", a), ("b", b)):
         row[side] = summary
         for k in SIDE_KEYS:
@@ -111,24 +112,33 @@ def _advice(a: dict[str, Any] | None, b: dict[str, Any] | None) -> str:
 
 def compare(db: Database, sweep_a: int, sweep_b: int, where: dict[str, frozenset[Any]]) -> Table:
     sweeps = {s["id"]: s for s in pick_sweeps(db, [sweep_a, sweep_b])}
-    a_side = {r["config_hash"]: r for r in summaries(db, Selection((sweeps[sweep_a],), where))}
-    b_side = {r["config_hash"]: r for r in summaries(db, Selection((sweeps[sweep_b],), where))}
+    # A configuration is matched by its hash and what it ran: the same settings run in another mode
+    # or precision (a default that changed between the sweeps) are two rows, never one pair.
+    a_side = {_match(r): r for r in summaries(db, Selection((sweeps[sweep_a],), where))}
+    b_side = {_match(r): r for r in summaries(db, Selection((sweeps[sweep_b],), where))}
     for summary in (*a_side.values(), *b_side.values()):
         throughput(summary)  # the images per epoch and the samples mark
+        label_execution(summary)
     hashes = list(a_side) + [h for h in b_side if h not in a_side]
     rows = [pair(a_side.get(h), b_side.get(h)) for h in hashes]
     keys = ["framework", "model", "device"]
-    keys += [f for f in varying(rows) if f not in keys]
+    keys += [label for label in LABELS.values() if len({r[label] for r in rows}) > 1]
+    keys += [f for f in varying(rows) if f not in keys and f not in LABELS]
     rows.sort(key=lambda r: sort_key(r, keys))
     labels = machine_labels([sweeps[sweep_a], sweeps[sweep_b]])
     title = f"sweep {sweep_a} (A) against sweep {sweep_b} (B): ratios are B/A, above 1 means B took longer"
     table = Table("compare", title, rows=rows, sweeps=(sweeps[sweep_a], sweeps[sweep_b]))
     table.machines = {label: fp for fp, label in labels.items()}
     table.columns = key_columns(keys) + COLUMNS
-    table.record_keys = [*keys, "config_hash", *RECORD_KEYS]
+    table.record_keys = [*keys, "config_hash", "ran_mode", "ran_precision", *RECORD_KEYS]
     table.records = [{k: r.get(k) for k in table.record_keys} for r in rows]
     table.notes = _notes(rows, sweeps[sweep_a], sweeps[sweep_b], labels)
+    table.notes += modes_note([s for s in (*a_side.values(), *b_side.values())])
     return table
+
+
+def _match(summary: dict[str, Any]) -> tuple[str, str, str]:
+    return summary["config_hash"], summary["ran_mode"], summary["ran_precision"]
 
 
 def _side_cell(side: str) -> Column:

@@ -18,18 +18,20 @@ from pathlib import Path
 from orchestrator.errors import ConfigError
 from orchestrator.report import kernels, resources, results
 from orchestrator.report.compare import compare as compare_sweeps
+from orchestrator.report.modes import modes
 from orchestrator.report.select import ALL, Selection, parse_sweeps, parse_where, selection
 from orchestrator.report.tables import Table, accuracy, comparison, render_table
 from orchestrator.report.throughput import batch, inference
 from orchestrator.storage.db import Database
 
-TABLES = ("results", "comparison", "batch", "inference", "accuracy", "resources")
+TABLES = ("results", "comparison", "batch", "inference", "accuracy", "modes", "resources")
 # The research's tables (--table NAME): any number of sweeps, pooled per configuration and machine.
 BUILDERS: dict[str, Callable[[Database, Selection], Table]] = {
     "comparison": comparison,
     "batch": batch,
     "inference": inference,
     "accuracy": accuracy,
+    "modes": modes,
 }
 
 
@@ -194,7 +196,8 @@ def single_sweep(sweeps: Sequence[str], what: str) -> int | None:
     """The one sweep id of `--sweep` (None: the latest) for a report that reads one sweep."""
     wanted = parse_sweeps(sweeps)
     if wanted == ALL or (isinstance(wanted, list) and len(wanted) > 1):
-        raise ConfigError(f"{what} reads one sweep; for several use --table comparison, batch or accuracy")
+        several = "--table comparison, batch, accuracy or modes"
+        raise ConfigError(f"{what} reads one sweep; for several use {several}")
     return wanted[0] if isinstance(wanted, list) else None
 
 

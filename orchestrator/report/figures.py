@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import FRAMEWORKS
-from orchestrator.report import plots
+from orchestrator.report import execution, plots
 from orchestrator.report.results import model_label
 from orchestrator.report.select import varying
 from orchestrator.storage.db import Database
@@ -102,12 +102,14 @@ MAX_SERIES = len(plots.PALETTE)
 
 
 def configuration(run: Row, skip: Iterable[str] = ()) -> str:
-    """The run's configuration less the fields in `skip` (a plot's x axis), with its machine: the
-    key that keeps different configurations, and machines, in different points and lines."""
+    """The run's configuration less the fields in `skip` (a plot's x axis), with its machine and the
+    mode and precision it ran: the key that keeps different configurations, machines, and runs of
+    one configuration that ran differently (report/execution.py), in different points and lines."""
     config = config_of(run)
     for key in skip:
         config.pop(key, None)
-    return json.dumps([config, run.get("machine_label", "")], sort_keys=True, default=str)
+    ran = [execution.mode_of(run), execution.precision_of(run)]
+    return json.dumps([config, run.get("machine_label", ""), *ran], sort_keys=True, default=str)
 
 
 def by_key(runs: Iterable[Row], key: Callable[[Row], Any]) -> dict[Any, list[Row]]:

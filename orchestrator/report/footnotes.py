@@ -36,9 +36,12 @@ def shown_ms(row: Row) -> float | None:
 
 
 def _peers(row: Row) -> tuple[Any, ...]:
-    """What a cell is compared on: everything but the framework, and the machine it ran on."""
+    """What a cell is compared on: everything but the framework, and the machine it ran on and the
+    precision it ran (an unset mode is each framework's default: docs/fairness.md; the table's
+    note says where the frameworks' modes differ)."""
     return (
         row.get("fingerprint", row.get("machine")),
+        row.get("ran_precision"),
         *(row.get(f) for f in FIELD_NAMES if f != "framework"),
     )
 

@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from orchestrator.config.run_config import FIELD_NAMES
+from orchestrator.report import execution
 from orchestrator.report.select import (
     FIELD_COLUMNS,
     Selection,
@@ -29,7 +30,7 @@ from orchestrator.report.select import (
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number, render
 from profiler import kernels as kernel_classes
-from profiler.kernels import CLASSES
+from profiler.kernels import CLASSES, DATA_TYPES, TILED
 
 TOP = 10
 RUN_COLUMNS = ("id", "config_hash", "outcome", "reason", "trace_backend", "trace_status", "trace_seconds")
@@ -40,7 +41,13 @@ def _runs(db: Database, sel: Selection) -> list[dict[str, Any]]:
     r, s = db.runs, db.sweeps
     fields = [r.c[column].label(name) for name, column in FIELD_COLUMNS.items()]
     query = (
-        sa.select(run_machine(db).label("machine"), *fields, *(r.c[k] for k in RUN_COLUMNS))
+        sa.select(
+            run_machine(db).label("machine"),
+            execution.ran_mode(db).label("ran_mode"),
+            execution.ran_precision(db).label("ran_precision"),
+            *fields,
+            *(r.c[k] for k in RUN_COLUMNS),
+        )
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)), r.c.trace == "kernels")
         .order_by(r.c.id)
@@ -69,12 +76,19 @@ def _known_class(row: dict[str, Any]) -> dict[str, Any]:
 
 def _labels(runs: list[dict[str, Any]]) -> dict[int, str]:
     """Each run's group: one configuration on one machine (the same one in several sweeps pools),
-    named by its framework and whichever settings differ among the runs."""
-    fields = varying(runs, skip=("framework", "trace"))
+    named by its framework and whichever settings differ among the runs. The mode and precision are
+    those the run ran (execution.mode_label): runs that ran different ones are never pooled."""
+    fields = varying(runs, skip=("framework", "trace", "mode", "precision"))
+    ran = [
+        (name, label)
+        for name, label in (("mode", execution.mode_label), ("precision", execution.precision_label))
+        if len({label(r) for r in runs}) > 1
+    ]
     machines = machine_labels([{"machine": r["machine"], "host": r["machine"]} for r in runs])
     labels = {}
     for r in runs:
-        parts = [str(r["framework"])] + [f"{f}={r[f]}" for f in fields]
+        parts = [str(r["framework"])] + [f"{name}={label(r)}" for name, label in ran]
+        parts += [f"{f}={r[f]}" for f in fields]
         if len(machines) > 1:
             parts.append(machines[r["machine"]])
         labels[r["id"]] = " ".join(parts)
@@ -150,6 +164,24 @@ def tile_rows(groups: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def precision_rows(groups: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """GEMM and convolution time by the data type their names show (profiler.kernels.data_type):
+    per group, the time and its share of the group's GEMM and convolution time. `unknown` is the
+    time of names that carry no type (most CPU operator names): never guessed."""
+    rows = []
+    for dtype in DATA_TYPES:
+        row: dict[str, Any] = {"data_type": dtype}
+        for label, group in groups.items():
+            products = [n for n in group["rows"] if n["class"] in TILED]
+            total = sum(n["total_seconds"] for n in products)
+            seconds = sum(
+                n["total_seconds"] for n in products if kernel_classes.data_type(n["name"]) == dtype
+            )
+            row[label] = {"seconds": seconds, "share": seconds / total if total else None}
+        rows.append(row)
+    return rows
+
+
 # --- rendering ------------------------------------------------------------------------------------
 
 
@@ -191,6 +223,17 @@ def _class_columns(labels: Sequence[str]) -> list[Column]:
     return [Column("class", "class", lambda r: r["class"])] + [Column(k, k, _time_share(k)) for k in labels]
 
 
+PRECISION_TITLE = (
+    "GEMM and convolution time by the data type the kernel names show: ms (share of the group's GEMM "
+    "and convolution time); unknown: names without a type, most CPU operators (docs/kernels.md)"
+)
+
+
+def _precision_columns(labels: Sequence[str]) -> list[Column]:
+    first = Column("data type", "data_type", lambda r: r["data_type"])
+    return [first] + [Column(k, k, _time_share(k)) for k in labels]
+
+
 def _tile_columns(labels: Sequence[str]) -> list[Column]:
     columns = [Column("class", "class", lambda r: r["class"]), Column("tile", "tile", lambda r: r["tile"])]
     return columns + [Column(k, k, _calls_time(k)) for k in labels]
@@ -222,6 +265,8 @@ def text(data: dict[str, Any], fmt: str, top: int = TOP) -> str:
         out += ["traced runs", render(_group_summary(groups), SUMMARY_COLUMNS, fmt), ""]
         out += ["time by class: ms (share of the group's kernel/operator time)"]
         out += [render(class_rows(groups), _class_columns(labels), fmt)]
+        out += ["", PRECISION_TITLE]
+        out += [render(precision_rows(groups), _precision_columns(labels), fmt)]
         tiles = tile_rows(groups)
         if tiles:
             out += ["", "GEMM and convolution kernels by tile shape: calls / ms"]
@@ -263,6 +308,7 @@ def report(db: Database, sweeps: Sequence[str] = (), where: str | None = None, f
             "groups": _group_summary(data["groups"]),
             "classes": class_rows(data["groups"]),
             "tiles": tile_rows(data["groups"]),
+            "data_types": precision_rows(data["groups"]),
             "kernels": long_rows(data),
             "without_records": data["missing"],
             "note": PERTURBED,

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.errors import ConfigError
+from orchestrator.report import execution
 from orchestrator.report.results import model_label, pick_sweep, sweep_heading
 from orchestrator.report.select import Selection, disturbed_mark, disturbed_note, latest_runs
 from orchestrator.storage.db import Database
@@ -142,6 +143,9 @@ def resources(
     peaks = _peak_phases(db, [r["id"] for r in rows])
     for r in rows:
         r["rss_peak_phase"] = peaks.get(r["id"])
+    # Runs that ran different modes or precisions never share a comparison's cell, whatever
+    # --group-by says: those join every group key where they vary (report/execution.py).
+    keys = (*keys, *(k for k in RAN if k not in keys and len({_value(r, k) for r in rows}) > 1))
     comparisons = {"threads": compare_threads(rows, keys), "batch": compare_batch(rows, keys)}
     wanted = [c.key for c in RESOURCE_COLUMNS] + list(EXTRA_KEYS)
     if fmt == "csv":
@@ -195,7 +199,12 @@ def parse_group_by(text: str | None) -> tuple[str, ...]:
 # --- the grouped comparisons -------------------------------------------------------------------
 
 
+RAN = {"mode": execution.mode_label, "precision": execution.precision_label}
+
+
 def _value(row: dict[str, Any], key: str) -> Any:
+    if key in RAN:  # what the run ran, not only what it asked for
+        return RAN[key](row)
     if key == "exit_code":  # the setting's column; exit_code is the process's exit status
         return row.get("exit_code_setting")
     return model_label(row) if key == "model" else row.get(key)

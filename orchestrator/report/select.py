@@ -19,16 +19,32 @@ import sqlalchemy as sa
 
 from orchestrator.config import samples
 from orchestrator.config.filters import MAX_FILTER_VALUES, parse_id, parse_only
-from orchestrator.config.run_config import DEVICES, FIELD_NAMES, FRAMEWORKS, MODELS, OPTIMIZERS
+from orchestrator.config.run_config import (
+    DEVICES,
+    FIELD_NAMES,
+    FRAMEWORKS,
+    MODELS,
+    MODES,
+    OPTIMIZERS,
+    PRECISIONS,
+)
 from orchestrator.config.values import cut
 from orchestrator.errors import BenchError, ConfigError
+from orchestrator.report import execution
 from orchestrator.storage.db import Database
 
 ALL = "all"
 SWEEP_COLUMNS = ("id", "name", "kind", "status", "started_at", "host", "machine")
 # The runs table stores the fault worker's `exit_code` setting apart from the process's exit status.
 FIELD_COLUMNS = {name: "exit_code_setting" if name == "exit_code" else name for name in FIELD_NAMES}
-_ORDER = {"framework": FRAMEWORKS, "model": MODELS, "device": DEVICES, "optimizer": OPTIMIZERS}
+_ORDER = {
+    "framework": FRAMEWORKS,
+    "model": MODELS,
+    "device": DEVICES,
+    "optimizer": OPTIMIZERS,
+    **{key: MODES for key in ("mode", "ran_mode")},
+    **{key: PRECISIONS for key in ("precision", "ran_precision")},
+}
 
 
 def parse_sweeps(values: Iterable[str]) -> list[int] | str | None:
@@ -90,7 +106,14 @@ def selection(db: Database, sweeps: Iterable[str] = (), where: str | None = None
 
 
 def where_conditions(runs: sa.Table, where: dict[str, frozenset[Any]]) -> list[Any]:
-    return [runs.c[FIELD_COLUMNS[key]].in_(sorted(values, key=str)) for key, values in where.items()]
+    """A condition per key. A value stored as NULL (`precision=fp32`, kept as None so that older
+    hashes hold) matches NULL: SQL's IN never does."""
+    conditions = []
+    for key, values in where.items():
+        column = runs.c[FIELD_COLUMNS[key]]
+        condition = column.in_(sorted((v for v in values if v is not None), key=str))
+        conditions.append(sa.or_(condition, column.is_(None)) if None in values else condition)
+    return conditions
 
 
 def latest_ids(db: Database, sel: Selection) -> Any:
@@ -173,11 +196,15 @@ RUN_METRICS = (
     "samples_note",
     "disturbed",
     "other_cpu_percent_mean",
+    "reason",
+    *execution.COLUMNS,
 )
 
 
 def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
-    """One row per machine and configuration: its settings, its runs' outcomes and pooled timing.
+    """One row per machine, configuration and what ran (execution.ran_mode, ran_precision): its
+    settings, its runs' outcomes and pooled timing. Runs of one configuration that ran different
+    modes or precisions (a default that changed between sweeps, a hostile row) are never pooled.
 
     The median is the median of the ok runs' medians (each over its timed epochs, every repeat);
     the spread is min–max over every timed epoch of those runs. Runs arrive ordered by group, so
@@ -185,14 +212,21 @@ def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
     """
     r, s = db.runs, db.sweeps
     fields = [r.c[col].label(name) for name, col in FIELD_COLUMNS.items()]
-    machine = run_machine(db)
+    machine, mode, precision = run_machine(db), execution.ran_mode(db), execution.ran_precision(db)
     query = (
-        sa.select(machine.label("machine"), r.c.config_hash, *fields, *(r.c[k] for k in RUN_METRICS))
+        sa.select(
+            machine.label("machine"),
+            r.c.config_hash,
+            mode.label("ran_mode"),
+            precision.label("ran_precision"),
+            *fields,
+            *(r.c[k] for k in RUN_METRICS),
+        )
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)))
-        .order_by(machine, r.c.config_hash, r.c.id)
+        .order_by(machine, r.c.config_hash, mode, precision, r.c.id)
     )
-    groups = itertools.groupby(db.rows(query), key=lambda row: (row["machine"], row["config_hash"]))
+    groups = itertools.groupby(db.rows(query), key=lambda row: tuple(row[k] for k in GROUP_KEYS))
     return [_summary(list(runs)) for _, runs in groups]
 
 
@@ -206,10 +240,14 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     row.update(_pooled(ok))
     row.update(samples.pooled_counts(ok))
     row.update(disturbance(ok))
+    row.update(execution.pooled(ok))
+    # Why the configuration failed: its last failed run's reason (outside text: shown made safe).
+    row["reason"] = next((r["reason"] for r in reversed(runs) if r["outcome"] != "ok"), None)
     return row
 
 
-SUMMARY_FIELDS = ("machine", "config_hash", *FIELD_NAMES)
+GROUP_KEYS = ("machine", "config_hash", "ran_mode", "ran_precision")
+SUMMARY_FIELDS = (*GROUP_KEYS, *FIELD_NAMES)
 
 
 def _pooled(ok: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,10 +16,11 @@ import sqlalchemy as sa
 
 from orchestrator.config import samples
 from orchestrator.config.run_config import FAULT_FIELDS, RECURRENT_MODELS
-from orchestrator.report import fairness, footnotes
+from orchestrator.report import execution, fairness, footnotes
 from orchestrator.report.results import sweep_heading
 from orchestrator.report.select import (
     DISTURBANCE_KEYS,
+    GROUP_KEYS,
     Selection,
     disturbed_mark,
     disturbed_note,
@@ -104,7 +105,12 @@ HEADERS = {
     "memory_budget": "memory budget (bytes)",
     "gpu_memory_budget": "GPU memory budget (bytes)",
     "sample_interval": "sample interval (s)",
+    "mode_label": "mode",
+    "precision_label": "precision",
 }
+# The configuration's mode and precision are shown as what ran (execution.mode_label), which also
+# tells an unset mode from an explicit one: the label columns stand for these fields.
+LABELS = {"mode": "mode_label", "precision": "precision_label"}
 
 
 def key_column(key: str) -> Column:
@@ -175,6 +181,7 @@ def load(
         row["fingerprint"] = row["machine"]
         row["machine"] = labels[row["machine"]]
         row["machine_order"] = order[row["fingerprint"]]
+        label_execution(row)
     used = {fp: label for fp, label in labels.items() if any(r["fingerprint"] == fp for r in rows)}
     note = machine_note(used)
     notes = [note] if note else []
@@ -188,12 +195,25 @@ def load(
     return rows, used, notes
 
 
+def label_execution(row: dict[str, Any]) -> None:
+    """The row's mode and precision as they ran, labelled (execution.mode_label)."""
+    row["mode_label"] = execution.mode_label(row)
+    row["precision_label"] = execution.precision_label(row)
+
+
 def keys_of(rows: list[dict[str, Any]], always: Sequence[str], exclude: Sequence[str]) -> list[str]:
     """What tells rows apart: the machine where there are several, the fields always shown, and
-    every other field that varies in the selection, so no two configurations share a row."""
+    every other field that varies in the selection, so no two configurations share a row. The mode
+    and precision are their labels (what ran), shown wherever those vary: runs of different modes
+    or precisions never share a row or a cell."""
     machine = ["machine"] if len({r["machine"] for r in rows}) > 1 else []
-    extra = [f for f in varying(rows) if f not in always and f not in exclude]
-    return machine + list(always) + extra
+    extra = [f for f in varying(rows) if f not in LABELS and f not in always and f not in exclude]
+    labels = [
+        label
+        for field, label in LABELS.items()
+        if field not in exclude and label not in always and len({r[label] for r in rows}) > 1
+    ]
+    return machine + list(always) + labels + extra
 
 
 def sample_columns() -> list[Column]:
@@ -259,6 +279,7 @@ def comparison(db: Database, sel: Selection) -> Table:
         line["disturbed"] = line.get("disturbed") or r["disturbed"]  # the HTML marks the row
     table.rows = list(pivot.values())
     _footnote(db, rows, table)
+    table.notes += execution.modes_note(rows)
     models_devices = sorted({(r["model"], r["device"]) for r in rows}, key=_model_device_order)
     table.columns = key_columns(keys) + [
         column(f"{m} {_device(d)}") for m, d in models_devices for column in (_epoch_column, _ms_column)
@@ -279,6 +300,8 @@ def _footnote(db: Database, rows: list[dict[str, Any]], table: Table) -> None:
 
 # The raw numbers of a configuration's summary, as named in CSV and JSON (units in the names).
 SUMMARY_KEYS = [
+    "ran_mode",
+    "ran_precision",
     "outcome",
     "runs",
     "ok_runs",
@@ -333,7 +356,7 @@ def accuracy(db: Database, sel: Selection) -> Table:
     epochs = accuracy_epochs(max((r["epochs"] for r in rows), default=0))
     values = _accuracies(db, sel, epochs)
     for r in rows:
-        found = values.get((r["fingerprint"], r["config_hash"]), {})
+        found = values.get((r["fingerprint"], r["config_hash"], r["ran_mode"], r["ran_precision"]), {})
         r["accuracy"] = {e: (*spread(found.get(e, ())), len(found.get(e, ()))) for e in epochs}
         for e in epochs:
             r[f"val_accuracy_epoch_{e}"] = r["accuracy"][e][0]
@@ -365,19 +388,21 @@ def _accuracy_column(epoch: int) -> Column:
 
 def _accuracies(
     db: Database, sel: Selection, epochs: list[int]
-) -> dict[tuple[str, str], dict[int, list[float]]]:
-    """Validation accuracy of ok runs at the epochs asked for, every repeat, by machine and config."""
+) -> dict[tuple[str, str, str, str], dict[int, list[float]]]:
+    """Validation accuracy of ok runs at the epochs asked for, every repeat, by machine, config and
+    what ran (the summaries' groups: select.GROUP_KEYS)."""
     e, r, s = db.epochs, db.runs, db.sweeps
+    ran = (execution.ran_mode(db).label("ran_mode"), execution.ran_precision(db).label("ran_precision"))
     query = (
-        sa.select(run_machine(db).label("machine"), r.c.config_hash, e.c.epoch, e.c.val_accuracy)
+        sa.select(run_machine(db).label("machine"), r.c.config_hash, *ran, e.c.epoch, e.c.val_accuracy)
         .join(r, r.c.id == e.c.run_id)
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)), r.c.outcome == "ok", e.c.epoch.in_(epochs))
         .where(e.c.val_accuracy.is_not(None), sa.or_(e.c.extra.is_(None), e.c.extra == 0))
     )
-    found: dict[tuple[str, str], dict[int, list[float]]] = {}
+    found: dict[tuple[str, str, str, str], dict[int, list[float]]] = {}
     for row in db.rows(query):
-        found.setdefault((row["machine"], row["config_hash"]), {}).setdefault(row["epoch"], []).append(
+        found.setdefault(tuple(row[k] for k in GROUP_KEYS), {}).setdefault(row["epoch"], []).append(
             row["val_accuracy"]
         )
     return found
