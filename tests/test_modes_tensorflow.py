@@ -1,4 +1,4 @@
-"""TensorFlow's execution modes and precisions against the real framework (workers/adapters/tensorflow/modes.py).
+"""TensorFlow's modes and precisions against the real framework (workers/adapters/tensorflow/modes.py).
 
 One driver process in the TensorFlow environment runs every mode x precision on small_cnn at a tiny
 size and writes JSON; the tests read it. Keras's dtype policy is global: the driver checks that
@@ -23,6 +23,7 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 # native 16-bit support here, so slowly: docs/frameworks/tensorflow.md).
 SUPPORT = {(mode, precision): "ok" for mode in MODES for precision in PRECISIONS}
 COMPUTE_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+POLICY = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 # The first and second training steps' losses in graph and compiled mode against eager, fp32, the
 # same initial weights and batches, no dropout: within this absolute tolerance (measured: graph
 # equal to the last digit, XLA within 1e-6; docs/frameworks/tensorflow.md).
@@ -143,20 +144,22 @@ def test_execution_says_mode_how_and_precision(driven, mode, precision):
     execution = got["execution"]
     assert execution["mode"] == mode and execution["mode_default"] is False
     assert execution["precision"] == precision
-    assert execution["how"] == {
-        "eager": "the step's Python function called eagerly (no tf.function)",
-        "graph": "tf.function(jit_compile=False)",
-        "compiled": "tf.function(jit_compile=True) (XLA)",
-    }[mode]
+    assert (
+        execution["how"]
+        == {
+            "eager": "the step's Python function called eagerly (no tf.function)",
+            "graph": "tf.function(jit_compile=False)",
+            "compiled": "tf.function(jit_compile=True) (XLA)",
+        }[mode]
+    )
     # What the convolutions and matrix products really ran in: the traced graph's ops where there
     # is a graph, the layers' compute dtype in eager.
-    assert execution["compute_dtypes"] == {"conv": COMPUTE_DTYPE[precision], "matmul": COMPUTE_DTYPE[precision]}
+    dtype = COMPUTE_DTYPE[precision]
+    assert execution["compute_dtypes"] == {"conv": dtype, "matmul": dtype}
     assert ("traced graph" in execution["compute_dtypes_from"]) == (mode != "eager")
-    assert execution["keras_dtype_policy"] == {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}[
-        precision
-    ]
-    scaler = execution["loss_scaling"]
-    assert (scaler is not None and scaler.startswith("keras.optimizers.LossScaleOptimizer")) == (precision == "fp16")
+    assert execution["keras_dtype_policy"] == POLICY[precision]
+    scaler = execution["loss_scaling"] or ""
+    assert scaler.startswith("keras.optimizers.LossScaleOptimizer") == (precision == "fp16")
     assert "tf32_enabled" not in execution  # a cuda setting: not recorded on CPU
     settings = got["settings"]
     assert settings["xla_jit"] is (mode == "compiled")
@@ -166,7 +169,7 @@ def test_execution_says_mode_how_and_precision(driven, mode, precision):
 def test_first_steps_match_eager_in_fp32(driven, mode):
     eager, other = driven("first_steps-eager"), driven(f"first_steps-{mode}")
     assert len(eager) == len(other) == 2
-    for a, b in zip(eager, other):
+    for a, b in zip(eager, other, strict=True):
         assert abs(a - b) <= LOSS_TOLERANCE, (eager, other)
     assert eager[0] != eager[1]  # the second step saw updated weights: not one number twice
 
