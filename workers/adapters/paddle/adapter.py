@@ -126,7 +126,8 @@ class Adapter(base.Adapter):
         # BatchNorm's running mean and variance are parameters too, with trainable False.
         self._trainable = [p for p in model.parameters() if p.trainable and not p.stop_gradient]
         self._initial = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-        self.execution["compute_dtypes"] = modes.compute_dtypes(paddle, model, self._zeros(2), self.precision())
+        zeros = paddle.zeros([1] + list(arch["input"]), dtype="int64" if arch["tokens"] else "float32")
+        self.execution["compute_dtypes"] = modes.compute_dtypes(paddle, model, zeros, self.precision())
         self.forward, self.execution["how"] = modes.forward_for(paddle, model, self.mode(), self.title)
         self._scaler = modes.scaler(paddle, self.precision())
         self.execution["loss_scaling"] = "paddle.amp.GradScaler()" if self._scaler is not None else None
