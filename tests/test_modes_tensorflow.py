@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.drivers import checked, drive, framework_python
+from workers.adapters.tensorflow import modes as tf_modes
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
@@ -191,3 +192,11 @@ def test_mode_left_unset_is_todays_graph(driven):
     assert execution["mode"] == "graph" and execution["mode_default"] is True
     assert execution["precision"] == "fp32" and execution["how"] == "tf.function(jit_compile=False)"
     assert got["settings"]["execution"] == "tf.function graph" and got["settings"]["xla_jit"] is False
+
+
+def test_unset_mode_is_kerass_auto_jit_by_device():
+    """Unset on a GPU the step was XLA-compiled before modes were an axis (Keras's jit_compile
+    "auto"), except the GRU's: the run records that as mode compiled, not as graph."""
+    assert tf_modes.default_mode({"device": "cpu", "model": "resnet50"}) == "graph"
+    assert tf_modes.default_mode({"device": "cuda", "model": "resnet50"}) == "compiled"
+    assert tf_modes.default_mode({"device": "cuda", "model": "gru"}) == "graph"

@@ -186,11 +186,11 @@ class Adapter(base.Adapter):
         def infer(x):
             return model(x, training=False)
 
-        labels = tf.TensorSpec((batch,), tf.int64)
-        train = modes.wrap(tf, mode, train, [_input_spec(tf, arch["input"], batch), labels])
+        labels, device = tf.TensorSpec((batch,), tf.int64), self.device
+        train = modes.wrap(tf, mode, train, [_input_spec(tf, arch["input"], batch), labels], device)
         evaluate = modes.wrap(tf, mode, evaluate, [_input_spec(tf, arch["input"], None),
-                                                   tf.TensorSpec((None,), tf.int64)])
-        infer = modes.wrap(tf, mode, infer, [_input_spec(tf, arch["input"], batch)])
+                                                   tf.TensorSpec((None,), tf.int64)], device)
+        infer = modes.wrap(tf, mode, infer, [_input_spec(tf, arch["input"], batch)], device)
         concrete = None
         if mode != "eager":
             with tf.device(self.device):

@@ -70,11 +70,17 @@ def loss_scaling(opt):
     return None
 
 
-def wrap(tf, mode, fn, signature):
-    """fn as the mode runs it: itself (eager), or a tf.function with this input signature."""
-    if mode == "eager":
-        return fn
-    return tf.function(fn, input_signature=signature, jit_compile=(mode == "compiled"))
+def wrap(tf, mode, fn, signature, device):
+    """fn as the mode runs it: itself on the run's device (eager), or a tf.function with this input
+    signature (traced under the device by the caller)."""
+    if mode != "eager":
+        return tf.function(fn, input_signature=signature, jit_compile=(mode == "compiled"))
+
+    def eager(*args):
+        with tf.device(device):
+            return fn(*args)
+
+    return eager
 
 
 def describe(tf, gpu, mode, precision):
