@@ -51,6 +51,16 @@ def configurer(framework, **defaults):
     return config, adapter
 
 
+def cases(namespace, argv=None):
+    """The namespace with check_<name>-<case> for every such check asked for: check_<name>, so one
+    function runs several cases (its arguments say which), each with its own result."""
+    argv = sys.argv[1:] if argv is None else argv
+    out = dict(namespace)
+    for name, _ in json.loads(argv[1]):
+        out["check_" + name] = namespace["check_" + name.split("-")[0]]
+    return out
+
+
 def run_checks(namespace, argv=None):
     """argv: the results file, then a JSON list of [name, [args]]; runs check_<name>(*args) in turn.
 

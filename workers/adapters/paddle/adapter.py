@@ -1,8 +1,8 @@
 """PaddlePaddle adapter: translates workers.models architectures into paddle.nn layers and trains them.
 
-paddle is imported in setup() only, so this module imports anywhere. Training runs in Paddle 3's
-default dynamic graph (eager): docs/frameworks/paddle.md gives the measurements against
-paddle.jit.to_static behind that choice. Batches are made into tensors before the clock starts and
+paddle is imported in setup() only, so this module imports anywhere. Training runs by default in
+Paddle 3's dynamic graph (eager): docs/frameworks/paddle.md gives the measurements against
+paddle.jit.to_static behind that choice; the other modes and the precisions are in modes.py. Batches are made into tensors before the clock starts and
 the loss is summed in a tensor, never read per step. Paddle's defaults that differ from the
 benchmark's scheme (initialisers, BatchNorm momentum, RMSProp's epsilon and rho) are set explicitly.
 """
@@ -16,9 +16,11 @@ import warnings
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.paddle import layers
+from workers.adapters.paddle import layers, modes
 
-_NOTICES = ("No ccache found", "When training, we now always track global mean and variance")
+_NOTICES = ("No ccache found", "When training, we now always track global mean and variance",
+            # to_static (mode graph) asks a static Value for its place once while converting
+            "Tensor do not have 'place' interface for pir graph mode")
 # Paddle's RMSProp adds epsilon INSIDE the square root (g / sqrt(v + eps)); PyTorch adds it
 # outside (g / (sqrt(v) + eps), eps 1e-8). eps**2 inside gives the same floor of 1e-8 on the
 # denominator and the same step wherever v >> eps**2 (measured: docs/frameworks/paddle.md).
@@ -31,9 +33,6 @@ class Adapter(base.Adapter):
     # Matched with the spaces taken out of both (oom_message): Paddle writes "ResourceExhausted"
     # in some messages and "Resource exhausted" in others.
     oom_text = ("outofmemory", "resourceexhausted", "cannotallocatememory")
-    # "eager" (dynamic graph, Paddle 3's default) or "to_static" (forward converted to a static
-    # program by paddle.jit.to_static); switchable for the measurements in the docs.
-    training_path = "eager"
 
     def __init__(self, config):
         super(Adapter, self).__init__(config)
@@ -49,6 +48,7 @@ class Adapter(base.Adapter):
         self._x = self._y = self._x_val = self._y_val = None  # numpy arrays from load_data()
         self._batches = []
         self._output = None  # the last inference step's output
+        self._scaler = None  # fp16's GradScaler
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -72,7 +72,7 @@ class Adapter(base.Adapter):
             "threads": _apply_threads(paddle, threads, omp_env),
             "cuda_version": _cuda_version(paddle),
             "build": "cuda" if paddle.is_compiled_with_cuda() else "cpu",
-            "settings": _settings(paddle, self.training_path),
+            "settings": _settings(paddle, self.mode()),
         }
         if self.config["device"] == "cuda":
             _check_cuda(paddle)
@@ -89,8 +89,27 @@ class Adapter(base.Adapter):
             info["device_name"] = base.cpu_name()
         else:
             raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
+        self._check_mode_and_precision(paddle)
         paddle.seed(self.config["seed"])
         return info
+
+    def _check_mode_and_precision(self, paddle):
+        """Refuse what this wheel and device cannot run (after the device is set: auto_cast
+        depends on it), and record how the rest runs."""
+        precision = self.precision()
+        if self.mode() == "compiled" and modes.cinn_missing(paddle):
+            raise self.unsupported_mode(modes.cinn_missing(paddle))
+        if precision in modes.DTYPES:
+            why = modes.amp_refusal(paddle, precision)
+            if why:
+                raise self.unsupported_precision(why)
+            self.execution["precision_how"] = "paddle.amp.auto_cast(dtype={!r}, level='O1')".format(
+                modes.DTYPES[precision])
+        tf32 = modes.tf32(paddle, self.cuda, precision)
+        if tf32 is not None:
+            self.execution["tf32_cublas"] = tf32
+            if precision == "tf32":
+                self.execution["precision_how"] = "paddle.framework.core.set_cublas_switch(True)"
 
     # -- model -----------------------------------------------------------------------------
 
@@ -107,10 +126,11 @@ class Adapter(base.Adapter):
         # BatchNorm's running mean and variance are parameters too, with trainable False.
         self._trainable = [p for p in model.parameters() if p.trainable and not p.stop_gradient]
         self._initial = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-        if self.training_path == "to_static":
-            self.forward = paddle.jit.to_static(model, full_graph=True)
-        else:
-            self.forward = model
+        zeros = paddle.zeros([1] + list(arch["input"]), dtype="int64" if arch["tokens"] else "float32")
+        self.execution["compute_dtypes"] = modes.compute_dtypes(paddle, model, zeros, self.precision())
+        self.forward, self.execution["how"] = modes.forward_for(paddle, model, self.mode(), self.title)
+        self._scaler = modes.scaler(paddle, self.precision())
+        self.execution["loss_scaling"] = "paddle.amp.GradScaler()" if self._scaler is not None else None
         self.optimizer = self._make_optimizer()
         self._loss_sum = paddle.zeros([], dtype="float32")
         self._steps = 0
@@ -124,17 +144,23 @@ class Adapter(base.Adapter):
         if self.cuda:
             self.paddle.device.cuda.empty_cache()
 
-    def forward_shape(self, batch):
-        paddle, config = self.paddle, self.config
+    def _zeros(self, batch):
+        """A batch of zeros in the model's input shape: images, or token ids (int64)."""
+        config = self.config
         shape = models.input_shape(config["model"], config["image_size"])
-        dtype = "int64" if config["model"] in models.RECURRENT else "float32"  # token ids
+        dtype = "int64" if config["model"] in models.RECURRENT else "float32"
+        return self.paddle.zeros([batch] + list(shape), dtype=dtype)
+
+    def forward_shape(self, batch):
         self.model.eval()
         try:
-            with paddle.no_grad():
-                x = paddle.zeros([batch] + list(shape), dtype=dtype)
-                return tuple(self.forward(x).shape)
+            with self.paddle.no_grad(), self._autocast():
+                return tuple(self.forward(self._zeros(batch)).shape)
         finally:
             self.model.train()
+
+    def _autocast(self):
+        return modes.autocast(self.paddle, self.precision())
 
     def _make_optimizer(self):
         opt, cfg, params = self.paddle.optimizer, self.config, self._trainable
@@ -160,6 +186,7 @@ class Adapter(base.Adapter):
         self.model.set_state_dict(self._initial)
         self.model.train()
         self.optimizer = self._make_optimizer()
+        self._scaler = modes.scaler(self.paddle, self.precision())
         self._loss_sum.zero_()
         self._steps = 0
 
@@ -194,9 +221,16 @@ class Adapter(base.Adapter):
         x, y = self._batches[index]
         if self.cuda:
             x, y = x.cuda(blocking=False), y.cuda(blocking=False)
-        loss = self.paddle.nn.functional.cross_entropy(self.forward(x), y)
-        loss.backward()
-        self.optimizer.step()
+        with self._autocast():
+            logits = self.forward(x)
+        loss = self.paddle.nn.functional.cross_entropy(logits.astype("float32"), y)
+        if self._scaler is not None:  # fp16: scaled backward, unscaled and checked step
+            self._scaler.scale(loss).backward()
+            self._scaler.step(self.optimizer)
+            self._scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
         # set_to_zero=False releases the gradients (PyTorch's set_to_none) instead of zeroing.
         self.optimizer.clear_grad(set_to_zero=False)
         self._loss_sum.add_(loss.detach())  # stays a tensor: no read-back per step
@@ -208,7 +242,7 @@ class Adapter(base.Adapter):
             x = x.cuda(blocking=False)
         if self.model.training:  # once: inference never trains, so eval mode stays
             self.model.eval()
-        with self.paddle.no_grad():
+        with self.paddle.no_grad(), self._autocast():
             self._output = self.forward(x)
 
     def synchronize(self):
@@ -234,7 +268,8 @@ class Adapter(base.Adapter):
                 for start in range(0, n, size):
                     x = paddle.to_tensor(self._x_val[start:start + size], place=self.place)
                     y = paddle.to_tensor(self._y_val[start:start + size], place=self.place)
-                    logits = self.forward(x)
+                    with self._autocast():
+                        logits = self.forward(x).astype("float32")
                     total += cross_entropy(logits, y, reduction="sum").astype("float64")
                     correct += (logits.argmax(axis=1) == y).astype("int64").sum()
         finally:
@@ -266,9 +301,10 @@ def _before_import(threads):
         # own count (FLAGS_paddle_num_threads, default 1) is read from the environment at import.
         os.environ["OMP_NUM_THREADS"] = str(threads)
         os.environ["FLAGS_paddle_num_threads"] = str(threads)
-    # Two notices, nothing else: paddle.utils.cpp_extension says at every import that ccache (a
-    # compiler cache for custom C++ operators, unused here) is missing, and BatchNorm's forward
-    # says in training that it tracks running statistics (which the benchmark wants).
+    # Three notices, nothing else: paddle.utils.cpp_extension says at every import that ccache (a
+    # compiler cache for custom C++ operators, unused here) is missing, BatchNorm's forward says
+    # in training that it tracks running statistics (which the benchmark wants), and to_static's
+    # conversion that a static Value has no place.
     for text in _NOTICES:
         warnings.filterwarnings("ignore", message=text, category=UserWarning)
     # glog INFO lines (the static-graph executor announces itself); warnings and errors stay.
@@ -294,7 +330,7 @@ def _apply_threads(paddle, n, omp_env):
     return applied
 
 
-def _settings(paddle, training_path):
+def _settings(paddle, mode):
     """What decides which CPU kernels run and how, as Paddle reports it (docs/fairness.md).
 
     Paddle's wheel is built with oneDNN, but its flags leave it off by default: eager CPU
@@ -309,8 +345,13 @@ def _settings(paddle, training_path):
     core = paddle.framework.core
     built = getattr(core, "is_compiled_with_onednn", None) or getattr(core, "is_compiled_with_mkldnn", None)
     flags.update(onednn_built=bool(built()) if built else None,
-                 with_mkl=getattr(paddle.version, "with_mkl", None), training_path=training_path)
+                 with_mkl=getattr(paddle.version, "with_mkl", None), training_path=_PATHS[mode],
+                 cinn_built=bool(paddle.is_compiled_with_cinn()))
     return flags
+
+
+_PATHS = {"eager": "eager", "graph": "paddle.jit.to_static(full_graph=True)",
+          "compiled": "paddle.jit.to_static(full_graph=True) with CINN"}
 
 
 def _omp_max_threads():

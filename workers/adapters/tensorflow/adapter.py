@@ -5,7 +5,8 @@ orchestrator lists adapters without their frameworks). Training is TensorFlow 2'
 one ``tf.function`` graph per model (GradientTape, forward, backward and ``optimizer.apply``),
 traced in build(), fed with batches that prepare_epoch() has already turned into tensors; the
 loss is summed into a ``tf.Variable`` inside the graph, never read per step (the graph still
-returns it: see _make_functions). Images are kept
+returns it: see _make_functions). The same step runs eagerly or compiled by XLA in the other
+modes, and in Keras's mixed precision (modes.py). Images are kept
 channels-last (NHWC), the layout TensorFlow's CPU kernels use; a recurrent model reads its
 (N, L) int64 token ids as they are.
 """
@@ -15,7 +16,7 @@ import platform
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.tensorflow import layers
+from workers.adapters.tensorflow import layers, modes
 
 
 
@@ -39,6 +40,10 @@ class Adapter(base.Adapter):
         self._x = self._y = None  # host arrays (NHWC images or token ids) from load_data()
         self._x_val = self._y_val = None  # validation tensors
         self._batches = []
+
+    def mode(self):
+        """Unset, TensorFlow's default: a graph on CPU, XLA on a GPU as before (modes.default_mode)."""
+        return self.config.get("mode") or modes.default_mode(self.config)
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -85,7 +90,8 @@ class Adapter(base.Adapter):
             self.device = "/CPU:0"
             info["gpus_hidden"] = _hide_gpus(tf)
             info["device_name"] = base.cpu_name()
-        info["settings"] = _settings(tf, self.gpu, self.config.get("model"))
+        info["settings"] = _settings(tf, self.gpu, self.config.get("model"), self.mode())
+        self.execution.update(modes.describe(tf, self.gpu, self.mode(), self.precision()))
         tf.random.set_seed(self.config["seed"])
         return info
 
@@ -96,11 +102,19 @@ class Adapter(base.Adapter):
         self._release()
         tf.random.set_seed(self.config["seed"])
         with tf.device(self.device):
-            model, shape = layers.Builder(keras, self.config["seed"]).model(arch)
-            if list(shape) != arch["output"]:
-                raise ValueError("{} ends in shape {}".format(arch["name"], list(shape)))
+            built = []
+
+            def make():
+                model, shape = layers.Builder(keras, self.config["seed"]).model(arch)
+                built.append(shape)
+                return model
+
+            model = modes.build_model(keras, self.precision(), make)
+            if list(built[0]) != arch["output"]:
+                raise ValueError("{} ends in shape {}".format(arch["name"], list(built[0])))
             self.model, self._input = model, tuple(arch["input"])
-            self.optimizer = self._make_optimizer()
+            self.optimizer = modes.optimizer(keras, self.precision(), self._make_optimizer())
+            self.execution["loss_scaling"] = modes.loss_scaling(self.optimizer)
             self.optimizer.build(model.trainable_variables)
             self._loss_sum = tf.Variable(0.0, trainable=False, dtype=tf.float32, name="loss_sum")
         self._initial = [v.numpy() for v in model.variables]
@@ -139,44 +153,52 @@ class Adapter(base.Adapter):
         raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def _make_functions(self, arch):
-        """Trace the training graph now (untimed), not in the first timed step.
+        """The training, evaluation and inference steps in this run's mode (modes.wrap); in graph
+        and compiled mode the timed one is traced now (untimed), not in the first timed step.
 
         The evaluation graph is traced by the first evaluate(), which is untimed anyway.
         """
-        tf = self.tf
+        tf, mode = self.tf, self.mode()
         model, optimizer, loss_sum = self.model, self.optimizer, self._loss_sum
         variables = model.trainable_variables
-        batch, jit = self.config["batch_size"], _jit_compile(self.gpu, arch["name"])
+        batch = self.config["batch_size"]
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits
+        scaled = self.execution.get("loss_scaling") is not None
 
-        # XLA where Keras's own jit_compile="auto" would use it (see _jit_compile).
-        @tf.function(input_signature=[_input_spec(tf, arch["input"], batch),
-                                      tf.TensorSpec((batch,), tf.int64)],
-                     jit_compile=jit)
         def train(x, y):
             with tf.GradientTape() as tape:
+                # Mixed precision: the logits are float32 already (modes.build_model).
                 loss = tf.reduce_mean(xent(labels=y, logits=model(x, training=True)))
-            optimizer.apply(tape.gradient(loss, variables), variables)
+                # fp16: the gradients of the scaled loss; LossScaleOptimizer.apply unscales them.
+                target = optimizer.scale_loss(loss) if scaled else loss
+            optimizer.apply(tape.gradient(target, variables), variables)
             loss_sum.assign_add(loss)
             # Returned though never read: the graph without an output ran 1-2% (small_cnn) to 3-6%
             # (ResNet50) slower per step on CPU in TensorFlow 2.21 (docs/performance.md).
             return loss
 
-        @tf.function(input_signature=[_input_spec(tf, arch["input"], None),
-                                      tf.TensorSpec((None,), tf.int64)])
         def evaluate(x, y):
-            logits = model(x, training=False)
+            logits = tf.cast(model(x, training=False), tf.float32)
             hits = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int64), y)
             return tf.reduce_sum(xent(labels=y, logits=logits)), tf.reduce_sum(tf.cast(hits, tf.int64))
 
-        # Inference (task: inference): the forward graph alone, evaluation mode, no tape.
-        @tf.function(input_signature=[_input_spec(tf, arch["input"], batch)], jit_compile=jit)
+        # Inference (task: inference): the forward alone, evaluation mode, no tape.
         def infer(x):
             return model(x, training=False)
 
-        with tf.device(self.device):
-            # Trace now, untimed, the graph the timed steps will run.
-            (infer if self.config.get("task") == "inference" else train).get_concrete_function()
+        labels, device = tf.TensorSpec((batch,), tf.int64), self.device
+        train = modes.wrap(tf, mode, train, [_input_spec(tf, arch["input"], batch), labels], device)
+        evaluate = modes.wrap(tf, mode, evaluate, [_input_spec(tf, arch["input"], None),
+                                                   tf.TensorSpec((None,), tf.int64)], device)
+        infer = modes.wrap(tf, mode, infer, [_input_spec(tf, arch["input"], batch)], device)
+        concrete = None
+        if mode != "eager":
+            with tf.device(self.device):
+                # Trace now, untimed, the graph the timed steps will run.
+                timed = infer if self.config.get("task") == "inference" else train
+                concrete = timed.get_concrete_function()
+        dtypes, source = modes.compute_dtypes(model, concrete)
+        self.execution.update(compute_dtypes=dtypes, compute_dtypes_from=source)
         self._train_fn, self._eval_fn, self._infer_fn = train, evaluate, infer
 
     def reset(self):
@@ -301,7 +323,7 @@ def _apply_threads(tf, n):
     return applied
 
 
-def _settings(tf, gpu, model):
+def _settings(tf, gpu, model, mode):
     """What decides which kernels run and how, as TensorFlow reports it (docs/fairness.md).
 
     Threads are in info["threads"]. oneDNN is on by default on x86 Linux; TF_ENABLE_ONEDNN_OPTS=0
@@ -316,12 +338,12 @@ def _settings(tf, gpu, model):
     settings = {
         "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),  # None: unset (default)
         "onednn_enabled": onednn,
-        "xla_jit": _jit_compile(gpu, model),  # the training graph's jit_compile
+        "xla_jit": mode == "compiled",  # the steps' jit_compile
         "grappler": {k: v for k, v in sorted(tf.config.optimizer.get_experimental_options().items())},
         # Intel OpenMP's knobs that oneDNN guides suggest; None: unset.
         "KMP_BLOCKTIME": os.environ.get("KMP_BLOCKTIME"),
         "KMP_AFFINITY": os.environ.get("KMP_AFFINITY"),
-        "execution": "tf.function graph",
+        "execution": _EXECUTION[mode],
         "data_format": "channels_last (NHWC)",
     }
     if model in models.RECURRENT:
@@ -332,10 +354,8 @@ def _settings(tf, gpu, model):
     return settings
 
 
-def _jit_compile(gpu, model):
-    """XLA where Keras's own jit_compile="auto" would use it: with a GPU, not on CPU, and not for a
-    model with a GRU on a GPU (Keras marks it supports_jit False: cuDNN's RNN op has no XLA kernel)."""
-    return bool(gpu) and model not in models.RECURRENT
+_EXECUTION = {"eager": "eager (no tf.function)", "graph": "tf.function graph",
+              "compiled": "tf.function graph compiled by XLA (jit_compile=True)"}
 
 
 def _input_spec(tf, shape, batch):
