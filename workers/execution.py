@@ -28,9 +28,22 @@ PRECISIONS = ("fp32", "bf16", "fp16", "tf32")
 DEFAULT_PRECISION = "fp32"
 
 
+def default_mode(config):
+    """The mode a run that leaves it unset resolves to (DEFAULT_MODES), with one exception:
+    TensorFlow on a GPU ran XLA before modes were an axis (Keras's jit_compile="auto"), except for
+    a model with a GRU, whose cuDNN kernel XLA cannot compile."""
+    framework = config.get("framework")
+    if framework == "tensorflow" and config.get("device") == "cuda":
+        from workers import models
+
+        if config.get("model") not in models.RECURRENT:
+            return "compiled"
+    return DEFAULT_MODES.get(framework, "eager")
+
+
 def mode_of(config):
     """The mode a run resolves to: its own, or its framework's default."""
-    return config.get("mode") or DEFAULT_MODES.get(config.get("framework"), "eager")
+    return config.get("mode") or default_mode(config)
 
 
 def precision_of(config):

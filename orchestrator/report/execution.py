@@ -25,7 +25,8 @@ import sqlalchemy as sa
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.config.values import cut
 from orchestrator.storage.db import Database
-from workers.execution import DEFAULT_MODES, DEFAULT_PRECISION, MODES, PRECISIONS
+from workers.execution import DEFAULT_MODES, DEFAULT_PRECISION, MODES, PRECISIONS, default_mode
+from workers.models import RECURRENT
 
 Row = dict[str, Any]
 # The run's columns of what ran, read with each run (select.RUN_METRICS).
@@ -45,8 +46,12 @@ LABEL_LIMIT = 40  # characters of a stored mode or precision shown; a stored val
 def ran_mode(db: Database) -> Any:
     """SQL: the mode a run ran (its recorded one; else its configuration's; else its framework's default)."""
     r = db.runs
+    # workers.execution.default_mode in SQL: TensorFlow on a GPU ran XLA unless the model has a GRU.
+    xla = sa.and_(r.c.framework == "tensorflow", r.c.device == "cuda", r.c.model.notin_(RECURRENT))
     default = sa.case(
-        *((r.c.framework == framework, mode) for framework, mode in DEFAULT_MODES.items()), else_="eager"
+        (xla, "compiled"),
+        *((r.c.framework == framework, mode) for framework, mode in DEFAULT_MODES.items()),
+        else_="eager",
     )
     return sa.func.coalesce(_text(r.c.resolved_mode), _text(r.c.mode), default)
 
@@ -66,7 +71,9 @@ def mode_of(row: Row) -> str:
     ran = row.get("ran_mode", row.get("resolved_mode"))
     if isinstance(ran, str) and ran:
         return ran
-    return row.get("mode") or DEFAULT_MODES.get(row.get("framework") or "", "eager")
+    return row.get("mode") or default_mode(
+        {key: row.get(key) for key in ("framework", "device", "model") if isinstance(row.get(key), str)}
+    )
 
 
 def precision_of(row: Row) -> str:

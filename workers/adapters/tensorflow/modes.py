@@ -13,7 +13,7 @@ last layer, so the loss is float32. fp16 wraps the optimizer in keras.optimizers
 float32 (TensorFlow turns TF32 on by default on Ampere and newer GPUs).
 """
 
-from workers import models
+from workers import execution, models
 
 POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 HOW = {
@@ -30,11 +30,10 @@ def default_mode(config):
     """TensorFlow's mode when the run leaves it unset: the one bench ran before modes were an axis.
 
     That is Keras's own jit_compile="auto": XLA with a GPU, except for a model with a GRU (cuDNN's
-    RNN op has no XLA kernel, so Keras marks it supports_jit False); a plain graph on CPU.
+    RNN op has no XLA kernel, so Keras marks it supports_jit False); a plain graph on CPU. The rule
+    lives in workers/execution.py, so the orchestrator resolves it alike.
     """
-    if config.get("device") == "cuda" and config.get("model") not in models.RECURRENT:
-        return "compiled"
-    return "graph"
+    return execution.default_mode(config)
 
 
 def build_model(keras, precision, make):
