@@ -172,9 +172,13 @@ class Adapter(base.Adapter):
                 "torch {}'s Dynamo does not capture nn.GRU (a graph break: the GRU would run "
                 "eagerly outside the graph; torch._dynamo.config.allow_rnn is experimental and "
                 "off)".format(self.torch.__version__))
-        from torch._dynamo.utils import counters
+        # Dynamo's caches and counters start empty for this model: a process that built another
+        # model before (a test's driver) would otherwise fill Sequential.forward's recompile
+        # limit (8 entries), after which Dynamo runs the model eagerly without a word; and
+        # execution_info() reports this run's graphs and graph breaks from the counters.
+        import torch._dynamo
 
-        counters.clear()  # execution_info() reports this run's graphs and graph breaks
+        torch._dynamo.reset()
         if mode == "graph":
             return self.torch.compile(model, backend="aot_eager")
         return self.torch.compile(model, backend="inductor", mode=self._compile_mode())
