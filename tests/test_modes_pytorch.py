@@ -56,8 +56,9 @@ DRIVER = textwrap.dedent(
 
     checks = mode_driver.checks("pytorch")
     for key, args in {KEYS}:
-        kind = key.split("_")[0]
-        globals()["check_" + key] = checks["check_" + kind]
+        kind = "check_" + key.split("_")[0]
+        if kind in checks:  # the shared checks; this driver's own are defined below
+            globals()["check_" + key] = checks[kind]
     run_checks(globals())
     """
 ).replace("{KEYS}", repr([[name, args] for name, args in CHECKS]))

@@ -179,6 +179,12 @@ class Adapter(base.Adapter):
         import torch._dynamo
 
         torch._dynamo.reset()
+        # And where a run itself reaches the limit, the run fails with Dynamo's error instead of
+        # falling back to eager (the option exists from torch 2.6; older ones keep the fallback).
+        config = torch._dynamo.config
+        if hasattr(config, "fail_on_recompile_limit_hit"):
+            config.fail_on_recompile_limit_hit = True
+        self.execution["fail_on_recompile_limit_hit"] = getattr(config, "fail_on_recompile_limit_hit", None)
         if mode == "graph":
             return self.torch.compile(model, backend="aot_eager")
         return self.torch.compile(model, backend="inductor", mode=self._compile_mode())
