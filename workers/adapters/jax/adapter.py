@@ -9,6 +9,14 @@ returns at once (JAX dispatches asynchronously); synchronize() blocks on the tra
 Images are kept channels-last (NHWC), Flax's and XLA's CPU layout; token ids (the recurrent
 models) are int32.
 
+Modes (docs/frameworks/jax.md, "Modes and precision"): compiled (the default) is the jitted step
+above; eager calls the same functions without jit inside ``jax.disable_jit()``, so every
+primitive (forward, backward, the Optax update) is dispatched on its own; graph is unsupported (a
+jaxpr is only ever run by compiling it with XLA, which fuses). Precisions: bf16 and fp16 keep
+float32 parameters and cast parameters and inputs to the compute dtype inside the loss function,
+the loss in float32; fp16 scales the loss dynamically (written here, as GradScaler does it); tf32
+(cuda) traces under ``jax.default_matmul_precision("tensorfloat32")``.
+
 Threads: XLA's CPU intra-op pool has one thread per CPU the process may run on; ``PJRT_NPROC``,
 set before jax is imported, sizes it (docs/frameworks/jax.md says what else was tried).
 """
@@ -43,6 +51,7 @@ class Adapter(base.Adapter):
         self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC or token ids)
         self._arch = None
         self._batches = []
+        self._compute = None  # bf16/fp16: the jnp dtype of the compute; None for float32
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -86,7 +95,61 @@ class Adapter(base.Adapter):
             info["device_name"] = base.cpu_name()
         # Read back after the backend has started: the pool exists from then on.
         info["threads"] = _threads_applied(threads)
+        self._setup_mode_and_precision(jax, jnp)
+        info["settings"]["execution"] = self.execution["how"]
         return info
+
+    def _setup_mode_and_precision(self, jax, jnp):
+        mode, precision = self.mode(), self.precision()
+        if mode == "graph":
+            raise self.unsupported_mode(
+                "JAX runs a traced program (a jaxpr) only by compiling it with XLA, whose CPU and "
+                "GPU backends fuse operations and generate code; there is no graph executor that "
+                "runs a captured graph on prebuilt kernels (eager is jax.disable_jit(), compiled "
+                "is jax.jit)")
+        if mode == "eager":
+            how = "no jax.jit: the step's functions called inside jax.disable_jit(), each primitive " \
+                  "dispatched on its own (forward, backward, Optax update)"
+        else:
+            how = "jax.jit, each step compiled ahead of time (XLA)"
+        self.execution.update(how=how, precision_how="float32 throughout", loss_scaling=None,
+                              default_matmul_precision=getattr(jax.config, "jax_default_matmul_precision", None))
+        if precision in ("bf16", "fp16"):
+            self._compute = jnp.bfloat16 if precision == "bf16" else jnp.float16
+            self.execution["precision_how"] = (
+                "float32 parameters, optimizer state and batch-norm statistics; parameters and "
+                "inputs cast to {} inside the loss function; logits cast to float32 for the "
+                "softmax cross-entropy".format(jnp.dtype(self._compute).name))
+            if precision == "fp16":
+                self.execution["loss_scaling"] = (
+                    "dynamic (written in the adapter): loss times the scale, from 2**15; gradients "
+                    "unscaled in float32; a step with a non-finite gradient is skipped and halves "
+                    "the scale; {} finite steps in a row double it".format(_GROWTH_INTERVAL))
+        elif precision == "tf32":  # the runner refuses tf32 off cuda before setup
+            self.execution.update(precision_how="traced under jax.default_matmul_precision('tensorfloat32')",
+                                  default_matmul_precision="tensorfloat32")
+
+    def _context(self):
+        """What every trace (jit's lowering, or an eager step) runs inside: tf32's matmul precision
+        and eager's disable_jit, or nothing."""
+        import contextlib
+
+        stack = contextlib.ExitStack()
+        if self.precision() == "tf32":
+            stack.enter_context(self.jax.default_matmul_precision("tensorfloat32"))
+        if self.mode() == "eager":
+            stack.enter_context(self.jax.disable_jit())
+        return stack
+
+    def _call(self, fn):
+        """fn as a step calls it: compiled as is; eager inside _context() (disable_jit)."""
+        if self.mode() != "eager" and self.precision() != "tf32":
+            return fn
+
+        def call(*args):
+            with self._context():
+                return fn(*args)
+        return call
 
     # -- model -----------------------------------------------------------------------------
 
@@ -104,6 +167,9 @@ class Adapter(base.Adapter):
             state = {"params": params, "batch_stats": variables.get("batch_stats", {}),
                      "opt": self.tx.init(params), "step": jnp.zeros((), jnp.int32),
                      "loss_sum": jnp.zeros((), jnp.float32)}
+            if self.precision() == "fp16":  # the loss scale and its bookkeeping
+                state.update(scale=jnp.asarray(_INITIAL_SCALE, jnp.float32),
+                             good_steps=jnp.zeros((), jnp.int32), skipped=jnp.zeros((), jnp.int32))
         self._initial = jax.device_get(state)
         self._state = jax.device_put(self._initial, self.device)
         self._steps = 0
@@ -146,45 +212,92 @@ class Adapter(base.Adapter):
         """
         jax, jnp, optax, net, tx = self.jax, self.jnp, self.optax, self.net, self.tx
         dropout_key = jax.random.fold_in(key, 1)
+        cast = self._cast
+        scaled = self.precision() == "fp16"
+
+        def loss_of(params, batch_stats, x, y, rng):
+            """The mean loss (float32) and the updated batch statistics; bf16/fp16: the forward
+            pass in the compute dtype over the float32 parameters."""
+            logits, updated = net.apply({"params": cast(params), "batch_stats": batch_stats},
+                                        cast(x), train=True, rngs={"dropout": rng},
+                                        mutable=["batch_stats"])
+            logits = logits.astype(jnp.float32)
+            loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+            return loss, updated.get("batch_stats", {})
 
         def train(state, x, y):
             rng = jax.random.fold_in(dropout_key, state["step"])
-
-            def loss_of(params):
-                logits, updated = net.apply({"params": params, "batch_stats": state["batch_stats"]},
-                                            x, train=True, rngs={"dropout": rng},
-                                            mutable=["batch_stats"])
-                loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
-                return loss, updated.get("batch_stats", {})
-
-            (loss, stats), grads = jax.value_and_grad(loss_of, has_aux=True)(state["params"])
-            updates, opt = tx.update(grads, state["opt"], state["params"])
-            return {"params": optax.apply_updates(state["params"], updates), "batch_stats": stats,
-                    "opt": opt, "step": state["step"] + 1, "loss_sum": state["loss_sum"] + loss}
+            params = state["params"]
+            if not scaled:
+                (loss, stats), grads = jax.value_and_grad(loss_of, has_aux=True)(
+                    params, state["batch_stats"], x, y, rng)
+                updates, opt = tx.update(grads, state["opt"], params)
+                return {"params": optax.apply_updates(params, updates), "batch_stats": stats,
+                        "opt": opt, "step": state["step"] + 1, "loss_sum": state["loss_sum"] + loss}
+            return _scaled_step(jax, jnp, optax, tx, loss_of, state, x, y, rng)
 
         def evaluate(params, batch_stats, x, y):
-            logits = net.apply({"params": params, "batch_stats": batch_stats}, x, train=False)
+            logits = net.apply({"params": cast(params), "batch_stats": batch_stats}, cast(x),
+                               train=False).astype(jnp.float32)
             loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).sum()
             return loss, (jnp.argmax(logits, axis=1) == y).sum()
 
         x = jax.ShapeDtypeStruct(batch_shape, self._x.dtype)  # float32 images, int32 token ids
         y = jax.ShapeDtypeStruct(batch_shape[:1], jnp.int32)
-        # The state is donated: XLA updates weights and optimizer state in place.
-        self._train_fn = jax.jit(train, donate_argnums=0).lower(self._state, x, y).compile()
-        self._eval_fn = jax.jit(evaluate)  # compiled by the first (untimed) evaluate()
+        self._record_compute_dtypes(loss_of, batch_shape, dropout_key)
+        if self.mode() == "eager":  # no jit anywhere: each primitive dispatched on its own
+            self._train_fn, self._eval_fn = self._call(train), self._call(evaluate)
+            return
+        with self._context():
+            # The state is donated: XLA updates weights and optimizer state in place.
+            self._train_fn = jax.jit(train, donate_argnums=0).lower(self._state, x, y).compile()
+        self._eval_fn = self._call(jax.jit(evaluate))  # compiled by the first (untimed) evaluate()
         if self._tracer is not None:  # it names XLA's custom fusions from the compiled HLO
             self._tracer.hlo_text = self._train_fn.as_text()
+
+    def _cast(self, tree):
+        """bf16/fp16: the floating arrays of a tree in the compute dtype (token ids stay int32)."""
+        if self._compute is None:
+            return tree
+        jnp, dtype = self.jnp, self._compute
+
+        def one(a):
+            return a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a
+        return self.jax.tree_util.tree_map(one, tree)
+
+    def _record_compute_dtypes(self, loss_of, batch_shape, key):
+        """What the convolutions and matrix products of the loss compute in: the output dtypes of
+        conv_general_dilated and dot_general in its jaxpr (jax.make_jaxpr; traced, not run)."""
+        jax, jnp, state = self.jax, self.jnp, self._state
+        x = jnp.zeros(batch_shape, self._x.dtype)
+        y = jnp.zeros(batch_shape[:1], jnp.int32)
+        with self._context():
+            jaxpr = jax.make_jaxpr(lambda p: jax.value_and_grad(loss_of, has_aux=True)(
+                p, state["batch_stats"], x, y, key))(state["params"])
+        found = {}
+        _primitive_dtypes(jaxpr.jaxpr, found)
+        dtypes = {kind: ", ".join(sorted(found[name])) for kind, name in
+                  (("conv", "conv_general_dilated"), ("matmul", "dot_general")) if name in found}
+        dtypes["source"] = "output dtypes of conv_general_dilated and dot_general in the jaxpr of " \
+                           "the loss and its gradient (jax.make_jaxpr)"
+        self.execution["compute_dtypes"] = dtypes
 
     def _compile_inference(self, batch_shape):
         """Compile the forward pass in evaluation mode (no gradients, no state update), now."""
         jax, jnp, net = self.jax, self.jnp, self.net
 
+        cast = self._cast
+
         def infer(params, batch_stats, x):
-            return net.apply({"params": params, "batch_stats": batch_stats}, x, train=False)
+            return net.apply({"params": cast(params), "batch_stats": batch_stats}, cast(x), train=False)
 
         x = jax.ShapeDtypeStruct(batch_shape, self._x.dtype)
         state = self._state
-        self._infer_fn = jax.jit(infer).lower(state["params"], state["batch_stats"], x).compile()
+        if self.mode() == "eager":
+            self._infer_fn = self._call(infer)
+            return
+        with self._context():
+            self._infer_fn = jax.jit(infer).lower(state["params"], state["batch_stats"], x).compile()
         if self._tracer is not None:
             self._tracer.hlo_text = self._infer_fn.as_text()
 
@@ -264,6 +377,14 @@ class Adapter(base.Adapter):
             correct += int(hits)
         return total / n, correct / n
 
+    def execution_info(self):
+        info = super(Adapter, self).execution_info()
+        if self.precision() == "fp16" and self._state is not None and "scale" in self._state:
+            # Read once, after training (untimed): the loss scale reached and the skipped steps.
+            info["loss_scale"] = float(self._state["scale"])
+            info["skipped_steps"] = int(self._state["skipped"])
+        return info
+
     def tracer(self):
         from workers.adapters.jax import trace
 
@@ -283,6 +404,56 @@ class Adapter(base.Adapter):
     def oom_text_types(self):
         runtime = getattr(getattr(self.jax, "errors", None), "JaxRuntimeError", RuntimeError)
         return (runtime, RuntimeError)
+
+
+_INITIAL_SCALE = 2.0 ** 15  # fp16's first loss scale (jmp's default); float16's max is 65504
+_GROWTH_INTERVAL = 2000  # finite steps in a row before the scale doubles (GradScaler's)
+
+
+def _scaled_step(jax, jnp, optax, tx, loss_of, state, x, y, rng):
+    """One fp16 step with dynamic loss scaling: the gradient of loss * scale, unscaled in float32;
+    where any gradient is not finite the parameters and optimizer state stay as they were and the
+    scale halves (not below 1), else the update applies and after _GROWTH_INTERVAL finite steps in a
+    row the scale doubles. The batch statistics update either way (as with PyTorch's GradScaler)."""
+    scale, params, tree = state["scale"], state["params"], jax.tree_util
+
+    def scaled(p, batch_stats, x, y, rng):
+        loss, stats = loss_of(p, batch_stats, x, y, rng)
+        return loss * scale, (loss, stats)
+
+    (_, (loss, stats)), grads = jax.value_and_grad(scaled, has_aux=True)(
+        params, state["batch_stats"], x, y, rng)
+    grads = tree.tree_map(lambda g: g / scale, grads)
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(g)) for g in tree.tree_leaves(grads)]))
+    updates, opt = tx.update(grads, state["opt"], params)
+    stepped = optax.apply_updates(params, updates)
+
+    def keep(new, old):
+        return jnp.where(finite, new, old)
+
+    good = jnp.where(finite, state["good_steps"] + 1, 0)
+    grow = good >= _GROWTH_INTERVAL
+    return {"params": tree.tree_map(keep, stepped, params), "batch_stats": stats,
+            "opt": tree.tree_map(keep, opt, state["opt"]), "step": state["step"] + 1,
+            "loss_sum": state["loss_sum"] + loss,
+            "scale": jnp.where(finite, jnp.where(grow, scale * 2.0, scale), jnp.maximum(scale / 2.0, 1.0)),
+            "good_steps": jnp.where(grow, 0, good),
+            "skipped": state["skipped"] + jnp.where(finite, 0, 1).astype(jnp.int32)}
+
+
+def _primitive_dtypes(jaxpr, found):
+    """Each primitive's output dtypes in a jaxpr and the jaxprs inside it (jit, scan, custom
+    derivatives), collected into found: {primitive name: {dtype names}}."""
+    for eqn in jaxpr.eqns:
+        found.setdefault(eqn.primitive.name, set()).update(
+            str(v.aval.dtype) for v in eqn.outvars if hasattr(v.aval, "dtype"))
+        for param in eqn.params.values():
+            for sub in (param if isinstance(param, (list, tuple)) else [param]):
+                inner = getattr(sub, "jaxpr", None)  # a ClosedJaxpr's, or a Jaxpr itself
+                if inner is not None and hasattr(inner, "eqns"):
+                    _primitive_dtypes(inner, found)
+                elif hasattr(sub, "eqns"):
+                    _primitive_dtypes(sub, found)
 
 
 def _zeros(jnp, arch, batch):
@@ -341,7 +512,7 @@ def _settings(jax):
             return None
 
     return {
-        "execution": "jax.jit, each step compiled ahead of time (XLA)",
+        "execution": None,  # setup() sets it to execution["how"]
         "memory_format": "NHWC",  # images are arranged channels-last once, outside the clock
         "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
         "enable_x64": option("jax_enable_x64"),

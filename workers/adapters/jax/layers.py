@@ -84,8 +84,8 @@ class BatchNorm(nn.Module):
                 m = self.momentum
                 mean_v.value = (1 - m) * mean_v.value + m * mean
                 var_v.value = (1 - m) * var_v.value + m * var * (n / max(n - 1, 1))
-        else:
-            mean, var = mean_v.value, var_v.value
+        else:  # the float32 statistics in the compute dtype (a bf16/fp16 run stays 16-bit)
+            mean, var = mean_v.value.astype(x.dtype), var_v.value.astype(x.dtype)
         return (x - mean) * (scale * jax.lax.rsqrt(var + self.eps)) + bias
 
 

@@ -3,6 +3,14 @@
 torch is imported in setup() only, so this module imports anywhere (the orchestrator lists
 adapters without their frameworks). The step is kept as lean as a hand-written loop: batches
 are arranged before the clock starts and the loss is summed on the device, never read per step.
+
+Modes (docs/frameworks/pytorch.md, "Modes and precision"): eager runs the nn.Module; graph wraps
+it in ``torch.compile(backend="aot_eager")`` (Dynamo and AOTAutograd capture the forward and
+backward graphs, eager ATen kernels run them, no code is generated); compiled wraps it in
+``torch.compile(backend="inductor", mode=compile_mode)``. The wrapper shares the module's
+parameters, so reset() loads the initial weights into the module itself. Precisions: bf16 and fp16
+are ``torch.autocast`` around the forward pass and the loss (fp16 with ``torch.amp.GradScaler``);
+tf32 (cuda) switches on TensorFloat-32 matrix products and convolutions.
 """
 
 import os
@@ -33,6 +41,9 @@ class Adapter(base.Adapter):
         self._batches = []
         self._output = None  # the last inference step's output, kept on the device
         self.memory_format = None  # torch.channels_last or torch.contiguous_format, for images
+        self._run = None  # what a step calls: the module (eager) or its torch.compile wrapper
+        self._autocast = None  # (device type, dtype) of a bf16/fp16 run's torch.autocast, else None
+        self._scaler = None  # fp16's torch.amp.GradScaler
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -74,8 +85,57 @@ class Adapter(base.Adapter):
             raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
         layout = _memory_format(self.cuda, self.config)
         self.memory_format = getattr(torch, layout)
-        info["settings"] = _settings(torch, layout)
+        self._setup_mode(torch)
+        self._setup_precision(torch)
+        info["settings"] = _settings(torch, layout, self.execution["how"])
         return info
+
+    def _setup_mode(self, torch):
+        """What a step calls in this run's mode; the graph and compiled wrappers are made in build()."""
+        mode = self.mode()
+        if mode == "eager":
+            how = "eager (nn.Module called op by op)"
+        elif mode == "graph":
+            how = "torch.compile(backend='aot_eager')"
+        else:
+            how = "torch.compile(backend='inductor', mode={!r})".format(self._compile_mode())
+            self.execution["inductor_cpp_compiler"] = _inductor_compiler(torch)
+        self.execution["how"] = how
+
+    def _compile_mode(self):
+        return self.config.get("compile_mode") or "default"
+
+    def _setup_precision(self, torch):
+        precision, device = self.precision(), "cuda" if self.cuda else "cpu"
+        self.execution.update(precision_how="float32 throughout", loss_scaling=None)
+        if precision == "tf32":  # the runner refuses tf32 off cuda before setup
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+            self.execution.update(
+                precision_how="torch.backends.cuda.matmul.allow_tf32 = True, "
+                              "torch.backends.cudnn.allow_tf32 = True",
+                float32_matmul_precision=torch.get_float32_matmul_precision())
+        elif precision in ("bf16", "fp16"):
+            dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+            if not torch.amp.is_autocast_available(device):
+                raise self.unsupported_precision(
+                    "torch {} has no autocast for {}".format(torch.__version__, device))
+            self._autocast = (device, dtype)
+            self.execution["precision_how"] = "torch.autocast({!r}, dtype=torch.{}) around forward and " \
+                "loss; backward and optimizer step outside, float32 parameters".format(device, str(dtype)[6:])
+            if precision == "fp16":
+                self._scaler = torch.amp.GradScaler(device)
+                self.execution["loss_scaling"] = "torch.amp.GradScaler({!r}): dynamic, from 2**16, " \
+                    "halved on non-finite gradients (that step skipped), doubled after 2000 finite".format(device)
+        if self.cuda:
+            self.execution["cuda_matmul_allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+            self.execution["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
+
+    def _autocasting(self):
+        """The run's torch.autocast context (bf16/fp16), or a context that changes nothing."""
+        if self._autocast is None:
+            return _NoContext()
+        return self.torch.autocast(self._autocast[0], dtype=self._autocast[1])
 
     # -- model -----------------------------------------------------------------------------
 
@@ -95,7 +155,82 @@ class Adapter(base.Adapter):
         self.optimizer = self._make_optimizer()
         self._loss_sum = torch.zeros((), device=self.device)
         self._steps = 0
+        self.execution["compute_dtypes"] = self._compute_dtypes(arch)
+        self._run = self._wrap(self.model)
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+
+    def _wrap(self, model):
+        """The module itself (eager), or torch.compile's wrapper of it (graph, compiled). Nothing is
+        compiled here: Dynamo captures on the first call (warm-up, or the first step)."""
+        mode = self.mode()
+        if mode == "eager":
+            return model
+        if self.config["model"] in models.RECURRENT:
+            # Dynamo breaks the graph at nn.GRU and runs it op by op outside any graph: the
+            # model's heart would run eager under a graph or compiled label.
+            raise self.unsupported_mode(
+                "torch {}'s Dynamo does not capture nn.GRU (a graph break: the GRU would run "
+                "eagerly outside the graph; torch._dynamo.config.allow_rnn is experimental and "
+                "off)".format(self.torch.__version__))
+        # Dynamo's caches and counters start empty for this model: a process that built another
+        # model before (a test's driver) would otherwise fill Sequential.forward's recompile
+        # limit (8 entries), after which Dynamo runs the model eagerly without a word; and
+        # execution_info() reports this run's graphs and graph breaks from the counters.
+        import torch._dynamo
+
+        torch._dynamo.reset()
+        # And where a run itself reaches the limit, the run fails with Dynamo's error instead of
+        # falling back to eager (the option exists from torch 2.6; older ones keep the fallback).
+        config = torch._dynamo.config
+        if hasattr(config, "fail_on_recompile_limit_hit"):
+            config.fail_on_recompile_limit_hit = True
+        self.execution["fail_on_recompile_limit_hit"] = getattr(config, "fail_on_recompile_limit_hit", None)
+        if mode == "graph":
+            return self.torch.compile(model, backend="aot_eager")
+        return self.torch.compile(model, backend="inductor", mode=self._compile_mode())
+
+    def execution_info(self):
+        info = super(Adapter, self).execution_info()
+        if self.mode() != "eager" and self._run is not None:
+            from torch._dynamo.utils import counters
+
+            # What Dynamo captured: graphs compiled, and each graph break's reason (a break runs
+            # the code between graphs eagerly).
+            info["dynamo_graphs"] = int(counters["stats"].get("unique_graphs", 0))
+            breaks = counters.get("graph_break", {})
+            info["graph_breaks"] = int(sum(breaks.values()))
+            if breaks:
+                info["graph_break_reasons"] = sorted(str(k).split("\n")[0] for k in breaks)[:5]
+        return info
+
+    def _compute_dtypes(self, arch):
+        """The output dtypes of the first Conv2d and the first Linear in one forward pass of the
+        eager module on zeros (batch 2, evaluation mode, no gradients, under this run's autocast),
+        made once at build, before any step: what autocast runs those layers in."""
+        torch = self.torch
+        seen = {}
+        hooks = []
+        for kind, cls in (("conv", torch.nn.Conv2d), ("matmul", torch.nn.Linear)):
+            first = next((m for m in self.model.modules() if isinstance(m, cls)), None)
+            if first is not None:
+                hooks.append(first.register_forward_hook(_record_dtype(seen, kind)))
+        shape = tuple(arch["input"])
+        if arch.get("tokens"):
+            x = torch.zeros((2,) + shape, dtype=torch.long, device=self.device)
+        else:
+            x = torch.zeros((2,) + shape, device=self.device)
+            if len(shape) == 3:
+                x = x.contiguous(memory_format=self.memory_format)
+        self.model.eval()
+        try:
+            with torch.no_grad(), self._autocasting():
+                self.model(x)
+        finally:
+            self.model.train()
+            for hook in hooks:
+                hook.remove()
+        seen["source"] = "forward hooks on the first Conv2d and Linear, one eager forward at build"
+        return seen
 
     def forward_shape(self, batch):
         torch, config = self.torch, self.config
@@ -125,9 +260,11 @@ class Adapter(base.Adapter):
     def reset(self):
         # Reseed too: every repeat then draws the same dropout masks, so repeats are comparable.
         self.torch.manual_seed(self.config["seed"])
-        self.model.load_state_dict(self._initial)
+        self.model.load_state_dict(self._initial)  # in place: a compiled wrapper shares them
         self.model.train()
         self.optimizer = self._make_optimizer()
+        if self._scaler is not None:  # a fresh scale too, as at the start
+            self._scaler = self.torch.amp.GradScaler(self._autocast[0])
         self._loss_sum.zero_()
         self._steps = 0
 
@@ -168,10 +305,22 @@ class Adapter(base.Adapter):
             y = y.to(self.device, non_blocking=True)
         optimizer = self.optimizer
         optimizer.zero_grad(set_to_none=True)
-        loss = self.torch.nn.functional.cross_entropy(self.model(x), y)
-        loss.backward()
-        optimizer.step()
-        self._loss_sum += loss.detach()  # stays on the device: no sync per step
+        if self._autocast is None:
+            loss = self.torch.nn.functional.cross_entropy(self._run(x), y)
+            loss.backward()
+            optimizer.step()
+        else:
+            with self._autocasting():  # forward and loss; backward outside, as PyTorch's docs say
+                loss = self.torch.nn.functional.cross_entropy(self._run(x), y)
+            if self._scaler is None:
+                loss.backward()
+                optimizer.step()
+            else:
+                scaler = self._scaler
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)  # skipped where the unscaled gradients are not finite
+                scaler.update()
+        self._loss_sum += loss.detach().float()  # stays on the device: no sync per step
         self._steps += 1
 
     def infer_step(self, index):
@@ -180,8 +329,8 @@ class Adapter(base.Adapter):
             x = x.to(self.device, non_blocking=True)
         if self.model.training:  # once: inference never trains, so eval mode stays
             self.model.eval()
-        with self.torch.no_grad():
-            self._output = self.model(x)
+        with self.torch.no_grad(), self._autocasting():
+            self._output = self._run(x)
 
     def synchronize(self):
         if self.cuda:
@@ -207,7 +356,9 @@ class Adapter(base.Adapter):
                     if x.dim() == 4:
                         x = x.contiguous(memory_format=self.memory_format)
                     y = self._y_val[start:start + size].to(self.device)
-                    logits = self.model(x)
+                    with self._autocasting():
+                        logits = self._run(x)
+                    logits = logits.float()  # the loss and the accuracy in float32
                     total += torch.nn.functional.cross_entropy(logits, y, reduction="sum")
                     correct += (logits.argmax(1) == y).sum()
         finally:
@@ -282,7 +433,30 @@ def _memory_format(cuda, config):
     return "channels_last"
 
 
-def _settings(torch, layout):
+class _NoContext(object):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _record_dtype(seen, kind):
+    def hook(module, inputs, output):
+        seen.setdefault(kind, str(output.dtype).replace("torch.", ""))
+    return hook
+
+
+def _inductor_compiler(torch):
+    """The C++ compiler inductor builds its CPU kernels with (None where it cannot say)."""
+    try:
+        from torch._inductor import cpp_builder
+        return cpp_builder.get_cpp_compiler()
+    except Exception:
+        return None
+
+
+def _settings(torch, layout, how):
     """The switches that decide which CPU kernels run, as torch reports them (docs/fairness.md)."""
     backends = torch.backends
     return {
@@ -292,7 +466,7 @@ def _settings(torch, layout):
         "openmp_available": bool(backends.openmp.is_available()),
         "memory_format": layout,  # of image batches and weights
         "BENCH_TORCH_MEMORY_FORMAT": os.environ.get("BENCH_TORCH_MEMORY_FORMAT"),
-        "execution": "eager",
+        "execution": how,
     }
 
 
