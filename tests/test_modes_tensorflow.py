@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.drivers import checked, drive, framework_python
+from workers import execution
 from workers.adapters.tensorflow import modes as tf_modes
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -197,6 +198,10 @@ def test_mode_left_unset_is_todays_graph(driven):
 def test_unset_mode_is_kerass_auto_jit_by_device():
     """Unset on a GPU the step was XLA-compiled before modes were an axis (Keras's jit_compile
     "auto"), except the GRU's: the run records that as mode compiled, not as graph."""
-    assert tf_modes.default_mode({"device": "cpu", "model": "resnet50"}) == "graph"
-    assert tf_modes.default_mode({"device": "cuda", "model": "resnet50"}) == "compiled"
-    assert tf_modes.default_mode({"device": "cuda", "model": "gru"}) == "graph"
+    tf = {"framework": "tensorflow"}
+    assert tf_modes.default_mode({**tf, "device": "cpu", "model": "resnet50"}) == "graph"
+    assert tf_modes.default_mode({**tf, "device": "cuda", "model": "resnet50"}) == "compiled"
+    assert tf_modes.default_mode({**tf, "device": "cuda", "model": "gru"}) == "graph"
+    # The orchestrator resolves it by the same rule (workers/execution.py), for a run's record.
+    assert execution.mode_of({**tf, "device": "cuda", "model": "vgg16"}) == "compiled"
+    assert execution.mode_of({"framework": "pytorch", "device": "cuda", "model": "vgg16"}) == "eager"
