@@ -108,6 +108,11 @@ class Adapter(base.Adapter):
     def _setup_precision(self, torch):
         precision, device = self.precision(), "cuda" if self.cuda else "cpu"
         self.execution.update(precision_how="float32 throughout", loss_scaling=None)
+        if self.cuda and precision != "tf32":
+            # PyTorch's own defaults, whatever a run before this one in the process set: float32
+            # products in full float32; cuDNN's convolutions may use TF32 (its default is True).
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = True
         if precision == "tf32":  # the runner refuses tf32 off cuda before setup
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
