@@ -125,9 +125,23 @@ class Adapter(base.Adapter):
                     "dynamic (written in the adapter): loss times the scale, from 2**15; gradients "
                     "unscaled in float32; a step with a non-finite gradient is skipped and halves "
                     "the scale; {} finite steps in a row double it".format(_GROWTH_INTERVAL))
+        elif precision == "fp32" and self.config.get("device") == "cuda":
+            self.execution.update(precision_how="float32 throughout; traced under "
+                                  "jax.default_matmul_precision('float32') (no TF32)",
+                                  default_matmul_precision="float32")
         elif precision == "tf32":  # the runner refuses tf32 off cuda before setup
             self.execution.update(precision_how="traced under jax.default_matmul_precision('tensorfloat32')",
                                   default_matmul_precision="tensorfloat32")
+
+    def _matmul_precision(self):
+        """The matrix-product precision every trace runs under: tf32's TensorFloat-32; on cuda,
+        fp32 in full float32 ("float32": XLA's GPU default may use TF32 for float32 products,
+        and fp32 means float32 in every framework, docs/fairness.md); else XLA's default."""
+        if self.precision() == "tf32":
+            return "tensorfloat32"
+        if self.precision() == "fp32" and self.config.get("device") == "cuda":
+            return "float32"
+        return None
 
     def _context(self):
         """What every trace (jit's lowering, or an eager step) runs inside: tf32's matmul precision
@@ -135,15 +149,16 @@ class Adapter(base.Adapter):
         import contextlib
 
         stack = contextlib.ExitStack()
-        if self.precision() == "tf32":
-            stack.enter_context(self.jax.default_matmul_precision("tensorfloat32"))
+        matmul = self._matmul_precision()
+        if matmul:
+            stack.enter_context(self.jax.default_matmul_precision(matmul))
         if self.mode() == "eager":
             stack.enter_context(self.jax.disable_jit())
         return stack
 
     def _call(self, fn):
         """fn as a step calls it: compiled as is; eager inside _context() (disable_jit)."""
-        if self.mode() != "eager" and self.precision() != "tf32":
+        if self.mode() != "eager" and not self._matmul_precision():
             return fn
 
         def call(*args):

@@ -109,10 +109,12 @@ class Adapter(base.Adapter):
         precision, device = self.precision(), "cuda" if self.cuda else "cpu"
         self.execution.update(precision_how="float32 throughout", loss_scaling=None)
         if self.cuda and precision != "tf32":
-            # PyTorch's own defaults, whatever a run before this one in the process set: float32
-            # products in full float32; cuDNN's convolutions may use TF32 (its default is True).
+            # fp32 means float32 in every framework (docs/fairness.md): TF32 off for the matrix
+            # products (PyTorch's default) and for cuDNN's convolutions too (PyTorch's default lets
+            # them use TF32, which TensorFlow's and JAX's fp32 runs here do not), whatever a run
+            # before this one in the process set.
             torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = False
         if precision == "tf32":  # the runner refuses tf32 off cuda before setup
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
