@@ -514,3 +514,21 @@ def test_the_resources_comparisons_keep_modes_apart(tmp_path: Path):
     rows = document["comparisons"]["threads"]
     assert sorted({r["mode"] for r in rows}) == ["compiled", "eager", "graph"]
     assert all(r["runs"] == 1 for r in rows)  # one run a cell: never an eager and a compiled one
+
+
+def test_kernel_groups_name_the_mode_only_where_one_framework_ran_several():
+    """Each framework's default mode differs: the framework's name tells its group apart, and the
+    six-framework kernels table keeps one plain column per framework. A framework that ran two
+    modes gets them named, and its runs are never pooled."""
+    from orchestrator.config.run_config import RunConfig
+    from orchestrator.report.kernels import _labels
+
+    def run(id_: int, framework: str, mode: str) -> dict[str, object]:
+        config = RunConfig(framework=framework, trace="kernels").to_dict()
+        return {**config, "id": id_, "machine": "m", "ran_mode": mode, "ran_precision": "fp32"}
+
+    plain = _labels([run(1, "pytorch", "eager"), run(2, "tensorflow", "graph"), run(3, "jax", "compiled")])
+    assert plain == {1: "pytorch", 2: "tensorflow", 3: "jax"}
+    named = _labels([run(1, "pytorch", "eager"), run(2, "pytorch", "compiled"), run(3, "jax", "compiled")])
+    assert len(set(named.values())) == 3
+    assert "mode=compiled" in named[2] and "mode=eager" in named[1]

@@ -77,12 +77,16 @@ def _known_class(row: dict[str, Any]) -> dict[str, Any]:
 def _labels(runs: list[dict[str, Any]]) -> dict[int, str]:
     """Each run's group: one configuration on one machine (the same one in several sweeps pools),
     named by its framework and whichever settings differ among the runs. The mode and precision are
-    those the run ran (execution.mode_label): runs that ran different ones are never pooled."""
+    those the run ran (execution.mode_label), named where a framework ran more than one: runs that
+    ran different ones are never pooled."""
     fields = varying(runs, skip=("framework", "trace", "mode", "precision"))
+    frameworks = {r["framework"] for r in runs}
+    # Named only where one framework's runs ran more than one: each framework's default mode
+    # differs, and the framework's name already tells those groups apart.
     ran = [
         (name, label)
         for name, label in (("mode", execution.mode_label), ("precision", execution.precision_label))
-        if len({label(r) for r in runs}) > 1
+        if any(len({label(r) for r in runs if r["framework"] == f}) > 1 for f in frameworks)
     ]
     machines = machine_labels([{"machine": r["machine"], "host": r["machine"]} for r in runs])
     labels = {}
