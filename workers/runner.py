@@ -237,11 +237,7 @@ def target_summary(config, hits):
     if config.get("target_accuracy") is None:
         return None
     reached = all(h["reached"] for h in hits)
-    seconds = sorted(h["seconds"] for h in hits) if reached else []
-    middle = len(seconds) // 2
-    median = None
-    if seconds:
-        median = seconds[middle] if len(seconds) % 2 else (seconds[middle - 1] + seconds[middle]) / 2.0
+    median = warmup.median([h["seconds"] for h in hits]) if reached else None
     return {"accuracy": config["target_accuracy"], "stop": bool(config.get("stop_at_target")),
             "repeats": hits, "reached": reached, "seconds": median, "epoch": hits[0]["epoch"]}
 

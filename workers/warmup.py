@@ -35,13 +35,14 @@ def steady_median(seconds):
     else None (too few steps, or not steady)."""
     if len(seconds) < STEADY_WINDOW:
         return None
-    median = _median(seconds[-STEADY_WINDOW:])
-    if all(abs(s - median) <= STEADY_TOLERANCE * median for s in seconds[-STEADY_WINDOW:]):
-        return median
+    middle = median(seconds[-STEADY_WINDOW:])
+    if all(abs(s - middle) <= STEADY_TOLERANCE * middle for s in seconds[-STEADY_WINDOW:]):
+        return middle
     return None
 
 
-def _median(values):
+def median(values):
+    """The median of a non-empty list (the runner's time to target uses it too)."""
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
@@ -108,7 +109,7 @@ class Warmup(object):
         seconds = self.seconds
         n = len(seconds)
         # Not steady: the last steps' median is the best estimate of a steady step there is.
-        steady = self.steady if self.steady is not None else _median(seconds[-STEADY_WINDOW:])
+        steady = self.steady if self.steady is not None else median(seconds[-STEADY_WINDOW:])
         half = KEPT_STEPS // 2
         kept = seconds if n <= KEPT_STEPS else seconds[:half] + seconds[-half:]
         return {
