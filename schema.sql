@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 7;
+PRAGMA user_version = 8;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -159,7 +159,10 @@ CREATE TABLE runs (
     first_step_loss         REAL,                        -- the first training step's loss
     target_reached          INTEGER,                     -- 1: every repeat reached target_accuracy; 0: not; NULL: no target
     target_seconds          REAL,                        -- training + evaluation wall seconds to the target (median of repeats)
-    target_epoch            INTEGER                      -- the epoch that reached it (first repeat)
+    target_epoch            INTEGER,                     -- the epoch that reached it (first repeat)
+    -- version 8: attention models
+    sequence_length         INTEGER,                     -- configuration: a language model's tokens per sequence; NULL: its context
+    tokens_per_second       REAL                         -- token models: images_per_second x tokens per sequence
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import cli as bench_cli
 from orchestrator.config.run_config import FRAMEWORKS, MODELS
+from workers.models import ATTENTION, GPT, LANGUAGE
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 REAL = [f for f in FRAMEWORKS if f != "fault"]
@@ -32,6 +33,11 @@ KNOWN_LIMITS = {
     ("singa", "googlenet"): ("unsupported", "concatenation"),
     ("singa", "gru"): ("unsupported", "cuDNN"),
 }
+# The attention models (issue 25) are translated for PyTorch so far; the other adapters refuse
+# their first new layer by name until their translation lands.
+KNOWN_LIMITS.update(
+    {(f, m): ("unsupported", "is not supported by the") for f in REAL if f != "pytorch" for m in ATTENTION}
+)
 QUICK = Path(__file__).resolve().parent.parent / "matrices" / "quick.yaml"
 
 
@@ -47,7 +53,11 @@ def test_every_model_has_the_same_parameters_in_every_framework():
             continue
         assert row["outcome"] == "ok", row
         assert row["parameters"] == row["reference"], row
-        assert row["output_shape"] == [2, 1000], row
+        if row["model"] in LANGUAGE:  # the next token at every position of a full context
+            vocab, context = GPT[row["model"]][:2]
+            assert row["output_shape"] == [2, context, vocab], row
+        else:
+            assert row["output_shape"] == [2, 1000], row
         if row["model"] in REFERENCE_1000:
             assert row["parameters"] == REFERENCE_1000[row["model"]]
     assert "torch" not in sys.modules and "tensorflow" not in sys.modules

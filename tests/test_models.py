@@ -19,8 +19,32 @@ REFERENCE = {
     "resnet50": (1000, 224, 25_557_032),
     "vgg16": (1000, 224, 138_357_544),
     "googlenet": (1000, 224, 6_624_904),  # torchvision's GoogLeNet without its auxiliary heads
+    "vit_b16": (1000, 224, 86_567_656),  # torchvision's vit_b_16 (issue 25)
+    # vit_tiny at 32 px: patches of 4 (8 x 8 = 64 and the class token: 65 positions), width 64,
+    # two blocks of MLP width 128, 10 classes; the sum written out, term by term.
+    "vit_tiny": (
+        10,
+        32,
+        (
+            64 * (3 * 4 * 4 + 1)
+            + 64
+            + 65 * 64
+            + 2 * (2 * 64 + 4 * 64 * 65 + 2 * 64 + 128 * 65 + 64 * 129)
+            + 2 * 64
+            + 10 * 65
+        ),
+    ),
 }
-MIN_SIZE = {"small_cnn": 4, "alexnet": 63, "mobilenet_v2": 1, "resnet50": 1, "vgg16": 32, "googlenet": 17}
+MIN_SIZE = {
+    "small_cnn": 4,
+    "alexnet": 63,
+    "mobilenet_v2": 1,
+    "resnet50": 1,
+    "vgg16": 32,
+    "googlenet": 17,
+    "vit_b16": 16,
+    "vit_tiny": 4,
+}
 VOCABULARY = {
     "conv": {"out", "kernel", "stride", "padding", "groups", "bias"},
     "bn": {"eps", "momentum"},
@@ -36,7 +60,16 @@ VOCABULARY = {
     "concat": {"branches"},
     "embedding": {"vocab", "dim"},
     "gru": {"hidden"},
+    "layernorm": {"eps"},
+    "gelu": {"approximate"},
+    "attention": {"heads", "causal"},
+    "patch_embed": {"dim", "patch"},
+    "class_token": set(),
+    "position_embedding": {"length"},
+    "first_token": set(),
+    "tied_output": {"vocab"},
 }
+OPTIONAL = {"embedding": {"std"}}
 
 
 def _nodes(layers):
@@ -79,7 +112,7 @@ def test_small_cnn_dense_input_follows_image_size():
 @pytest.mark.parametrize("name", models.MODELS)
 def test_only_the_vocabulary_is_used(name):
     for node in _nodes(models.build_arch(name, 10, 64)["layers"]):
-        assert set(node) - {"op"} == VOCABULARY[node["op"]], node
+        assert set(node) - {"op"} - OPTIONAL.get(node["op"], set()) == VOCABULARY[node["op"]], node
 
 
 @pytest.mark.parametrize("name", models.MODELS)
@@ -172,7 +205,8 @@ def test_init_is_data_and_scales():
     assert models.init_scale("he_fan_out", 288, 576) == math.sqrt(2 / 576)
     assert models.init_scale("glorot", 6400, 512) == math.sqrt(6 / 6912)
     for op, rules in models.INIT.items():
-        assert set(rules) == ({"weight"} if op == "embedding" else {"weight", "bias"}), op
+        tables = ("embedding", "class_token", "position_embedding")  # a table or a vector, no bias
+        assert set(rules) == ({"weight"} if op in tables else {"weight", "bias"}), op
         for rule in rules.values():
             assert rule["distribution"] in ("normal", "uniform", "constant")
             if rule["distribution"] != "constant":
@@ -208,8 +242,9 @@ def test_gru_shapes_are_checked():
         models.out_shape(models.gru(10), (3, 8, 8))
     with pytest.raises(ValueError, match="embedding needs a"):
         models.out_shape(models.embedding(10, 4), (3, 8, 8))
-    with pytest.raises(ValueError, match="dense needs a flat input"):
-        models.out_shape(models.dense(2), (150, 125))
+    with pytest.raises(ValueError, match=r"dense needs a flat \(D,\) or an \(L, D\) input"):
+        models.out_shape(models.dense(2), (3, 150, 125))
+    assert models.out_shape(models.dense(2), (150, 125)) == (150, 2)  # each position (attention models)
 
 
 def test_gru_init_scales():

@@ -26,6 +26,9 @@ from tests.drivers import checked, drive, framework_python, run_driver
 from tests.test_tensorflow_adapter import CROSS, TORCH_SIDE
 from workers import models
 
+# The convolutional models; the attention models (issue 25) are not translated for this framework yet.
+CNN_MODELS = [m for m in models.MODELS if m not in models.ATTENTION]
+
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,7 +46,7 @@ DRIVER = textwrap.dedent(
     def check_models():
         a, _ = adapter(image_size=64)
         out = {}
-        for name in models.MODELS:
+        for name in [m for m in models.MODELS if m not in models.ATTENTION]:
             arch = models.build_arch(name, 1000, 64)
             out[name] = {"mxnet": a.build(arch), "infer": models.infer(arch)["parameters"],
                          "shape": list(a.forward_shape(2))}
@@ -252,7 +255,7 @@ def test_module_imports_without_mxnet():
     assert proc.returncode == 0 and proc.stdout.strip() == "mxnet", proc.stderr
 
 
-@pytest.mark.parametrize("name", models.MODELS)
+@pytest.mark.parametrize("name", CNN_MODELS)
 def test_mxnet_parameter_count_equals_infer(driven, name):
     got = driven("models")[name]
     assert got["mxnet"] == got["infer"]
@@ -344,7 +347,7 @@ def test_the_orchestrator_never_imported_mxnet(sweep):
     assert "mxnet" not in sys.modules
 
 
-@pytest.mark.parametrize("name", models.MODELS)
+@pytest.mark.parametrize("name", CNN_MODELS)
 def test_every_model_runs_through_the_harness(sweep, name):
     rows, epochs, _, _ = sweep
     row = next(r for r in rows if r["model"] == name and r["image_size"] == 64 and r["device"] == "cpu")
@@ -386,5 +389,5 @@ def test_cuda_through_the_harness_is_unavailable(sweep):
 def test_report_lists_every_run(sweep):
     rows, _, report, _ = sweep
     assert len(rows) == 9
-    for name in models.ALL_MODELS:
+    for name in [m for m in models.ALL_MODELS if m not in models.ATTENTION]:
         assert name in report

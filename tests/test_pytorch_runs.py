@@ -30,7 +30,7 @@ settings:
   timeout: 300
 axes:
   framework: [pytorch]
-  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet]
+  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet, vit_b16, vit_tiny]
 include:
   - {framework: fault, fault: segfault, after_steps: 2}
   - {framework: pytorch, model: small_cnn, image_size: 32, threads: 1, optimizer: adam, lr: 0.001}
@@ -38,6 +38,7 @@ include:
   - {framework: pytorch, model: small_cnn, image_size: 32, optimizer: rmsprop, lr: 0.001, repeats: 2,
      epochs: 2}
   - {framework: pytorch, model: gru, classes: 2, optimizer: adam, lr: 0.001}
+  - {framework: pytorch, model: gpt_tiny, sequence_length: 16}
 """
 REPORT: dict[str, str] = {}  # bench report's output on the sweep, filled by the fixture
 
@@ -154,3 +155,19 @@ def test_the_gru_runs_in_the_harness_and_its_unit_is_said(sweep):
     assert row["parameter_count"] == models.infer(models.build_arch("gru", 2, 64))["parameters"] == 3_818_302
     assert row["images_per_second"] > 0 and 0.0 <= row["final_val_accuracy"] <= 1.0
     assert 'gru: one "image" is one sequence of 150 tokens' in REPORT["comparison"]
+
+
+def test_a_language_model_runs_and_counts_its_tokens(sweep):
+    rows, _ = sweep
+    row = next(r for r in rows if r["model"] == "gpt_tiny")
+    assert row["outcome"] == "ok", row["reason"] or row["stderr_tail"]
+    assert row["sequence_length"] == 16
+    assert row["parameter_count"] == models.infer(models.build_arch("gpt_tiny", 3, 64))["parameters"]
+    assert row["tokens_per_second"] == pytest.approx(row["images_per_second"] * 16)
+    gru = next(r for r in rows if r["model"] == "gru")
+    assert gru["tokens_per_second"] == pytest.approx(gru["images_per_second"] * 150)
+    assert all(r["tokens_per_second"] is None for r in rows if r["model"] in models.MODELS)
+    assert (
+        'gpt_tiny: one "image" is one sequence of 16 tokens, each position predicting the next'
+        in REPORT["comparison"]
+    )

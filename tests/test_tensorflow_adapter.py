@@ -24,6 +24,9 @@ from tests import torch_gru
 from tests.drivers import checked, drive, framework_python, run_driver
 from workers import models
 
+# The convolutional models; the attention models (issue 25) are not translated for this framework yet.
+CNN_MODELS = [m for m in models.MODELS if m not in models.ATTENTION]
+
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,7 +81,7 @@ DRIVER = textwrap.dedent(
     def check_models():
         a, _ = adapter(batch_size=2, image_size=64)
         out = {}
-        for name in models.MODELS:
+        for name in [m for m in models.MODELS if m not in models.ATTENTION]:
             arch = models.build_arch(name, 1000, 64)
             count = a.build(arch)  # releases the previous model first
             shape = list(a.forward_shape(2))
@@ -331,7 +334,7 @@ def test_module_imports_without_tensorflow():
     assert proc.returncode == 0 and proc.stdout.strip() == "tensorflow", proc.stderr
 
 
-@pytest.mark.parametrize("name", models.MODELS)
+@pytest.mark.parametrize("name", CNN_MODELS)
 def test_keras_parameter_count_equals_infer(driven, name):
     got = driven("models")[name]
     assert got["keras"] == got["infer"]
@@ -423,7 +426,7 @@ def test_the_orchestrator_never_imported_tensorflow(sweep):
     assert "tensorflow" not in sys.modules and "keras" not in sys.modules
 
 
-@pytest.mark.parametrize("name", models.MODELS)
+@pytest.mark.parametrize("name", CNN_MODELS)
 def test_every_model_runs_in_the_harness(sweep, name):
     rows, epochs, _ = sweep
     row = next(r for r in rows if r["model"] == name and r["image_size"] == 64)

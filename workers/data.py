@@ -152,6 +152,38 @@ def synthetic_tokens(config):
     return {"x_train": out[0], "y_train": out[1], "x_val": out[2], "y_val": out[3]}
 
 
+# Synthetic language (the language models): a fixed random successor for every token of the
+# vocabulary; a sequence starts at a random token and each next token is its predecessor's
+# successor with probability FOLLOW, else a token drawn uniformly. The next token is then
+# predictable FOLLOW of the time (plus 1 / vocabulary): next-token accuracy has that ceiling, and
+# a language model climbs towards it in a few epochs. No padding: every sequence is full length.
+FOLLOW = 0.8
+
+
+def synthetic_language(config, vocab, length):
+    """Arrays x_train (N, L) int64 token ids, y_train (N, L) the next token at each position, x_val,
+    y_val, from config['seed'] (keys dataset_size, val_fraction, seed). Only RandomState integer
+    draws and integer arithmetic, as synthetic_tokens."""
+    import numpy as np
+
+    n_train, n_val = split_sizes(config)
+    if n_train < 1:
+        raise ValueError("dataset_size {} with val_fraction {} leaves no training sequences".format(
+            config["dataset_size"], config["val_fraction"]))
+    rng = np.random.RandomState(int(config["seed"]))
+    successor = rng.permutation(vocab).astype(np.int64)
+    out = []
+    for n in (n_train, n_val):
+        seq = np.empty((n, length + 1), dtype=np.int64)
+        seq[:, 0] = rng.randint(0, vocab, n)
+        follow = rng.randint(0, 1000, (n, length)) < int(FOLLOW * 1000)
+        noise = rng.randint(0, vocab, (n, length))
+        for t in range(length):
+            seq[:, t + 1] = np.where(follow[:, t], successor[seq[:, t]], noise[:, t])
+        out += [np.ascontiguousarray(seq[:, :-1]), np.ascontiguousarray(seq[:, 1:])]
+    return {"x_train": out[0], "y_train": out[1], "x_val": out[2], "y_val": out[3]}
+
+
 def load(config):
     """The dataset a configuration asks for, as the arrays `synthetic` returns.
 
@@ -161,6 +193,10 @@ def load(config):
     from workers import models
 
     if config.get("dataset", "synthetic") == "synthetic":
+        if config.get("model") in models.LANGUAGE:
+            vocab = models.GPT[config["model"]][0]
+            length = config.get("sequence_length") or models.default_sequence_length(config["model"])
+            return synthetic_language(config, vocab, int(length))
         if config.get("model") in models.RECURRENT:
             return synthetic_tokens(config)
         return synthetic(config)

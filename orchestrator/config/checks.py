@@ -18,14 +18,15 @@ from orchestrator.config.run_config import (
     FAULT_FIELDS,
     FEATURES_NEED_INFERENCE,
     FIELD_NAMES,
-    RECURRENT_MODELS,
+    LANGUAGE_MODELS,
     TOKEN_DATASETS,
+    TOKEN_MODELS,
     RunConfig,
     synthetic_problem,
     validate_field,
 )
 from orchestrator.errors import DatabaseError
-from workers.models import check_image_size
+from workers.models import GPT, check_image_size
 
 # A problem: the keys that may be blamed (most specific first) and the message.
 Problem = tuple[tuple[str, ...], str]
@@ -56,7 +57,7 @@ def cross_field_problem(
         return stray, f"only applies to framework fault, not {config.framework}"
     if config.features and config.task != "inference":
         return ("features", "task"), FEATURES_NEED_INFERENCE
-    problem = _data_problem(config, check_paths) or _batch_problem(config)
+    problem = sequence_problem(config) or _data_problem(config, check_paths) or _batch_problem(config)
     if problem is None and (synthetic := synthetic_problem(config)):
         problem = ("dataset_size", "image_size"), synthetic
     if problem:
@@ -84,9 +85,29 @@ def execution_problem(config: RunConfig) -> Problem | None:
     return None
 
 
+def sequence_problem(config: RunConfig) -> Problem | None:
+    """sequence_length: a language model's, at most its context (its learned positions)."""
+    if config.sequence_length is None or config.framework == "fault":
+        return None
+    if config.model not in LANGUAGE_MODELS:
+        return ("sequence_length", "model"), (
+            f"only applies to the language models ({', '.join(LANGUAGE_MODELS)}), not {config.model}"
+        )
+    context = GPT[config.model][1]
+    if config.sequence_length > context:
+        return ("sequence_length", "model"), (
+            f"{config.sequence_length} tokens is longer than {config.model}'s context of {context}"
+        )
+    return None
+
+
 def _data_problem(config: RunConfig, check_paths: bool) -> Problem | None:
     """Images feed the image models, token sequences the recurrent ones; IMDB has two classes."""
-    recurrent = config.model in RECURRENT_MODELS
+    if config.model in LANGUAGE_MODELS and config.dataset != "synthetic":
+        return ("dataset", "model"), (
+            f"model {config.model} reads synthetic language (dataset synthetic), not dataset {config.dataset}"
+        )
+    recurrent = config.model in TOKEN_MODELS
     if config.dataset != "synthetic" and recurrent != (config.dataset in TOKEN_DATASETS):
         what = "token sequences" if config.dataset in TOKEN_DATASETS else "images"
         wants = "token sequences (dataset synthetic or imdb)" if recurrent else "images"

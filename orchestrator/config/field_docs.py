@@ -61,6 +61,7 @@ MEANINGS: dict[str, str] = {
     "target_accuracy": "Time to accuracy: the validation accuracy whose first reaching is timed "
     "(docs/reports.md).",
     "stop_at_target": "With target_accuracy: end each repeat at the epoch that reaches it.",
+    "sequence_length": "Language models: tokens per sequence (default: the model's context; docs/models.md).",
     "min_time": (
         "Least timed seconds per run: extra timed epochs (not evaluated) are added until reached "
         "(default 2; fault 0; docs/reports.md)."

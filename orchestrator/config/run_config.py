@@ -28,7 +28,9 @@ from workers import models as definition
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax", "fault")
 # The model names are the one model definition's (workers/models/), never restated here.
 MODELS = definition.ALL_MODELS
-RECURRENT_MODELS = definition.RECURRENT  # token sequences in; image_size does not apply
+RECURRENT_MODELS = definition.RECURRENT  # sequence classifiers (the GRU): token ids in, a class out
+LANGUAGE_MODELS = definition.LANGUAGE  # next-token language models: token ids in, per position out
+TOKEN_MODELS = definition.TOKEN_MODELS  # token sequences in; image_size does not apply
 IMAGE_MODELS = definition.MODELS
 DEVICES = ("cpu", "cuda")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
@@ -135,6 +137,9 @@ class RunConfig:
     compile_mode: str | None = None
     target_accuracy: float | None = None
     stop_at_target: bool | None = None
+    # Attention models (schema 8): a language model's tokens per sequence; None is its context
+    # (workers.models.default_sequence_length), so earlier hashes are kept.
+    sequence_length: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a plain scalar, so this equals dataclasses.asdict, without its deep copies
@@ -202,6 +207,7 @@ INT_LIMITS: dict[str, tuple[int, int]] = {
     "hold_memory_mb": (0, 2**24),  # MiB: 16 TiB
     "hold_child_memory_mb": (0, 2**24),
     "min_steps": (1, 10**9),
+    "sequence_length": (1, 2**20),
 }
 
 
@@ -303,7 +309,7 @@ MAX_SYNTHETIC_BYTES = 2**40
 
 def synthetic_problem(config: RunConfig) -> str | None:
     """Why the configuration's synthetic images are too large to make, or None."""
-    if config.framework == "fault" or config.dataset != "synthetic" or config.model in RECURRENT_MODELS:
+    if config.framework == "fault" or config.dataset != "synthetic" or config.model in TOKEN_MODELS:
         return None
     size = config.dataset_size * 3 * config.image_size**2 * 4
     if size <= MAX_SYNTHETIC_BYTES:
@@ -357,6 +363,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "compile_mode": _choice(CHOICES["compile_mode"], "compile_mode"),
     "target_accuracy": _accuracy,
     "stop_at_target": _features,
+    "sequence_length": _int("sequence_length"),
 }
 
 assert set(VALIDATORS) == set(FIELD_NAMES)

@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from orchestrator.config import samples
-from orchestrator.config.run_config import FAULT_FIELDS, RECURRENT_MODELS
+from orchestrator.config.run_config import FAULT_FIELDS, RECURRENT_MODELS, TOKEN_MODELS
 from orchestrator.report import execution, fairness, footnotes
 from orchestrator.report.results import sweep_heading
 from orchestrator.report.select import (
@@ -36,7 +36,7 @@ from orchestrator.report.select import (
 )
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number, render
-from workers.models import SEQ_LEN
+from workers import models
 
 DEVICE_NAMES = {"cpu": "CPU", "cuda": "GPU"}
 ACCURACY_STEP = 5  # the research reads validation accuracy at epochs 5, 10, ...
@@ -186,13 +186,31 @@ def load(
     note = machine_note(used)
     notes = [note] if note else []
     notes += disturbed_note(rows)
-    recurrent = sorted({r["model"] for r in rows if r["model"] in RECURRENT_MODELS})
-    if recurrent:
-        notes.append(
-            f'{", ".join(recurrent)}: one "image" is one sequence of {SEQ_LEN} tokens (images/s are '
-            "sequences/s, ms/image ms per sequence)"
-        )
+    notes += token_unit_notes(rows)
     return rows, used, notes
+
+
+def token_unit_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """What one "image" is for each token model among the rows: a sequence of so many tokens, and
+    the language models' tokens/s (a sequence_length axis gives several lengths)."""
+    notes = []
+    for model in sorted({r["model"] for r in rows if r["model"] in TOKEN_MODELS}):
+        lengths = sorted(
+            {models.tokens_per_sample(model, r.get("sequence_length")) for r in rows if r["model"] == model}
+        )
+        tokens = " or ".join(str(n) for n in lengths)
+        if model in RECURRENT_MODELS:
+            notes.append(
+                f'{model}: one "image" is one sequence of {tokens} tokens (images/s are '
+                "sequences/s, ms/image ms per sequence)"
+            )
+        else:
+            notes.append(
+                f'{model}: one "image" is one sequence of {tokens} tokens, each position predicting the '
+                "next (images/s are sequences/s, ms/image ms per sequence; tokens/s = sequences/s x "
+                "tokens, bench inspect and the runs table's tokens_per_second)"
+            )
+    return notes
 
 
 def label_execution(row: dict[str, Any]) -> None:

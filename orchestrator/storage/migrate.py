@@ -37,6 +37,7 @@ TABLES_BY_VERSION = {
     5: _FIRST_TABLES | {"samples", "phases", "kernels"},
     6: _FIRST_TABLES | {"samples", "phases", "kernels"},
     7: _FIRST_TABLES | {"samples", "phases", "kernels"},
+    8: _FIRST_TABLES | {"samples", "phases", "kernels"},
 }
 
 

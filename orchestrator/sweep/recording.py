@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from orchestrator import __version__
 from orchestrator.config import samples
+from orchestrator.config.run_config import RunConfig
 from orchestrator.launch import result_fields, tracing
 from orchestrator.launch.execute import summarise, where_it_died
 from orchestrator.launch.outcomes import EPOCH_COLUMNS, bounded
@@ -25,6 +26,7 @@ from orchestrator.storage.db import Database, hide_passwords
 from profiler import energy
 from profiler import kernels as kernel_classes
 from profiler import timeline as timelines
+from workers import models
 
 INT64 = (-(1 << 63), (1 << 63) - 1)  # what an INTEGER column holds (SQLite, PostgreSQL's BIGINT)
 # Config fields whose column has another name (the evidence has an exit_code too).
@@ -101,6 +103,7 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     )
     row.update(where_it_died(rec.events))
     row.update(summarise(rec.epochs))
+    row["tokens_per_second"] = tokens_per_second(rec.config, row.get("images_per_second"))
     # After the configuration's own columns: the min_time and min_steps the run used, resolved.
     row.update(samples.run_settings(rec.config, row, result.get("samples_stopped_by")))
     row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
@@ -108,6 +111,15 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     row.update(result_fields.columns(rec.config, out.result, rec.events))
     row.update({k: v for k, v in _energy(rec).items() if k != "epoch_joules"})
     return row
+
+
+def tokens_per_second(config: RunConfig, images_per_second: Any) -> float | None:
+    """A token model's throughput in tokens: its samples (sequences) per second times the tokens of
+    a sequence (the GRU's 150, a language model's sequence_length); None for an image model."""
+    tokens = models.tokens_per_sample(config.model, config.sequence_length)
+    if tokens is None or not isinstance(images_per_second, (int, float)):
+        return None
+    return float(images_per_second) * tokens
 
 
 def _energy(rec: RunRecord) -> dict[str, Any]:

@@ -161,7 +161,8 @@ class Adapter(object):
         from workers import models
 
         cfg = self.config
-        arch = models.build_arch(cfg["model"], cfg["classes"], cfg["image_size"], bool(cfg.get("features")))
+        arch = models.build_arch(cfg["model"], cfg["classes"], cfg["image_size"], bool(cfg.get("features")),
+                                 sequence_length=cfg.get("sequence_length"))
         return self.build(arch)
 
     def build(self, arch):

@@ -5,9 +5,30 @@ constants, and the adaptive average pool's averaging matrix. Standard library, P
 
 import math
 
-MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet")  # image models
-RECURRENT = ("gru",)  # sequence models: token ids in, no image size
-ALL_MODELS = MODELS + RECURRENT
+MODELS = ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet",
+          "vit_b16", "vit_tiny")  # image models
+RECURRENT = ("gru",)  # sequence classifiers: token ids in, a class out, no image size
+LANGUAGE = ("gpt2_small", "gpt_tiny")  # language models: token ids in, the next token at each position
+TOKEN_MODELS = RECURRENT + LANGUAGE  # every model that reads token ids
+ALL_MODELS = MODELS + RECURRENT + LANGUAGE
+ATTENTION = ("vit_b16", "vit_tiny", "gpt2_small", "gpt_tiny")  # the transformers (issue 25)
+
+# The language models' sizes: (vocabulary, context, width, layers, heads, MLP width). gpt2_small is
+# GPT-2's smallest (124,439,808 parameters with its output tied to the token embedding); gpt_tiny
+# is a small decoder of the same shape for tests and quick matrices.
+GPT = {
+    "gpt2_small": (50257, 1024, 768, 12, 12, 3072),
+    "gpt_tiny": (512, 128, 64, 2, 4, 256),
+}
+# The vision transformers' sizes: (patch, width, layers, heads, MLP width). vit_b16 is ViT-B/16
+# (torchvision's vit_b_16: 86,567,656 parameters at 224 px and 1000 classes); vit_tiny a small one.
+VIT = {
+    "vit_b16": (16, 768, 12, 12, 3072),
+    "vit_tiny": (4, 64, 2, 4, 128),
+}
+VIT_LN_EPS = 1e-6  # torchvision's ViT
+GPT_LN_EPS = 1e-5  # GPT-2's layer_norm_epsilon
+GPT_INIT_STD = 0.02  # GPT-2's initializer_range: token and position embeddings
 
 # The public comparison's IMDB sentiment network (ilkarman/DeepLearningFrameworks): a vocabulary of
 # 30,000 words, embeddings of 125, one GRU layer of 100 units, sequences of 150 tokens. Token ids
@@ -69,21 +90,57 @@ INIT = {
         "weight": {"distribution": "uniform", "scale": "one_over_sqrt_hidden"},
         "bias": {"distribution": "uniform", "scale": "one_over_sqrt_hidden"},
     },
+    # The attention models' nodes (torchvision's ViT and GPT-2's choices where they agree):
+    # layer norm gamma 1, beta 0; each of the four attention projections (query, key, value,
+    # output; D x D) Glorot uniform on its own (fan_in = fan_out = D), biases 0; the patch
+    # embedding's convolution normal with std sqrt(1 / fan_in) (torchvision's), bias 0; the class
+    # token 0; position embeddings N(0, 0.02) (GPT-2's initializer_range). A number as "scale" is
+    # the std (or bound) itself.
+    "layernorm": {
+        "weight": {"distribution": "constant", "value": 1.0},
+        "bias": {"distribution": "constant", "value": 0.0},
+    },
+    "attention": {
+        "weight": {"distribution": "uniform", "scale": "glorot"},
+        "bias": {"distribution": "constant", "value": 0.0},
+    },
+    "patch_embed": {
+        "weight": {"distribution": "normal", "mean": 0.0, "scale": "one_over_sqrt_fan_in"},
+        "bias": {"distribution": "constant", "value": 0.0},
+    },
+    "class_token": {
+        "weight": {"distribution": "constant", "value": 0.0},
+    },
+    "position_embedding": {
+        "weight": {"distribution": "normal", "mean": 0.0, "scale": 0.02},
+    },
 }
+
+
+def node_init(node):
+    """INIT's rules for ``node``: its op's, with an embedding's own ``std`` where it has one."""
+    rules = INIT[node["op"]]
+    if node["op"] == "embedding" and node.get("std") is not None:
+        rules = dict(rules, weight={"distribution": "normal", "mean": 0.0, "scale": node["std"]})
+    return rules
 
 
 def init_scale(rule, fan_in, fan_out):
     """The number an INIT weight rule needs: the std of a normal, the bound of a uniform.
 
-    he_fan_out: std = sqrt(2 / fan_out).
+    A number: itself. he_fan_out: std = sqrt(2 / fan_out).
     glorot: uniform on [-b, b] with b = sqrt(6 / (fan_in + fan_out)).
     """
+    if isinstance(rule, (int, float)):
+        return float(rule)
     if rule == "he_fan_out":
         return math.sqrt(2.0 / fan_out)
     if rule == "glorot":
         return math.sqrt(6.0 / (fan_in + fan_out))
     if rule == "one":
         return 1.0
+    if rule == "one_over_sqrt_fan_in":
+        return 1.0 / math.sqrt(fan_in)
     if rule == "one_over_sqrt_hidden":  # fan_out is the hidden size for a gru node (fans())
         return 1.0 / math.sqrt(fan_out)
     raise ValueError("unknown init scale rule {!r}".format(rule))
@@ -101,6 +158,13 @@ def fans(node, in_channels):
         return in_channels, node["hidden"]
     if node["op"] == "embedding":
         return node["vocab"], node["dim"]
+    if node["op"] == "attention":  # each projection is D x D
+        return in_channels, in_channels
+    if node["op"] == "patch_embed":
+        area = node["patch"] * node["patch"]
+        return in_channels * area, node["dim"] * area
+    if node["op"] in ("layernorm", "class_token", "position_embedding"):
+        return in_channels, in_channels
     area = node["kernel"] * node["kernel"]
     return in_channels // node["groups"] * area, node["out"] * area
 

@@ -34,8 +34,15 @@ def out_shape(node, shape):
         return node["out"], h, w
     if op == "maxpool":
         return _spatial(node, shape, "maxpool")
-    if op in ("bn", "relu", "relu6", "dropout"):
+    if op in ("bn", "relu", "relu6", "dropout", "gelu"):
         return tuple(shape)
+    if op in ("layernorm", "attention", "class_token", "position_embedding", "first_token",
+              "tied_output"):
+        return _sequence_op(node, shape)
+    if op == "patch_embed":
+        c, h, w = _spatial_input(shape, op)
+        args = (node["patch"], node["patch"], 0, "patch_embed")
+        return _window(h, *args) * _window(w, *args), node["dim"]
     if op == "adaptive_avgpool":
         return _spatial_input(shape, op)[0], node["size"], node["size"]
     if op == "global_avgpool":
@@ -45,10 +52,10 @@ def out_shape(node, shape):
         for dim in shape:
             size *= dim
         return (size,)
-    if op == "dense":
-        if len(shape) != 1:
-            raise ValueError("dense needs a flat input, got {}".format(list(shape)))
-        return (node["out"],)
+    if op == "dense":  # on the last axis: a flat (D,) input, or each position of an (L, D) one
+        if len(shape) not in (1, 2):
+            raise ValueError("dense needs a flat (D,) or an (L, D) input, got {}".format(list(shape)))
+        return tuple(shape[:-1]) + (node["out"],)
     if op == "embedding":
         if len(shape) != 1:
             raise ValueError("embedding needs a (L,) sequence of token ids, got {}".format(list(shape)))
@@ -73,6 +80,29 @@ def out_shape(node, shape):
     raise ValueError("unknown op {!r}".format(op))
 
 
+def _sequence_op(node, shape):
+    op = node["op"]
+    if op == "layernorm" and len(shape) in (1, 2):
+        return tuple(shape)
+    if len(shape) != 2:
+        raise ValueError("{} needs an (L, D) sequence, got {}".format(op, list(shape)))
+    length, dim = shape
+    if op == "attention":
+        if dim % node["heads"]:
+            raise ValueError("attention: {} heads do not divide the width {}".format(node["heads"], dim))
+        return tuple(shape)
+    if op == "class_token":
+        return length + 1, dim
+    if op == "position_embedding":
+        if length > node["length"]:
+            raise ValueError("position_embedding: a sequence of {} positions is longer than its {} "
+                             "positions".format(length, node["length"]))
+        return tuple(shape)
+    if op == "first_token":
+        return (dim,)
+    return length, node["vocab"]  # tied_output; its width is checked against the embedding's in walk
+
+
 def node_parameters(node, shape):
     """Trainable parameters of ``node`` for an input ``shape`` (BN running stats excluded)."""
     op = node["op"]
@@ -87,7 +117,17 @@ def node_parameters(node, shape):
         hidden = node["hidden"]
         return 3 * hidden * (shape[-1] + hidden) + 2 * 3 * hidden
     if op == "dense":
-        return node["out"] * (shape[0] + (1 if node["bias"] else 0))
+        return node["out"] * (shape[-1] + (1 if node["bias"] else 0))
+    if op == "layernorm":
+        return 2 * shape[-1]
+    if op == "attention":  # query, key, value and output projections, each D x D with a bias
+        return 4 * shape[-1] * (shape[-1] + 1)
+    if op == "patch_embed":
+        return node["dim"] * (shape[0] * node["patch"] * node["patch"] + 1)
+    if op == "class_token":
+        return shape[-1]
+    if op == "position_embedding":
+        return node["length"] * shape[-1]
     if op == "residual":
         return walk(node["body"], shape)[1] + walk(node["shortcut"], shape)[1]
     if op == "concat":
@@ -99,11 +139,26 @@ def walk(layers, shape):
     """(output shape, parameters) of a layer list."""
     shape = tuple(shape)
     total = 0
+    tables = []  # the embeddings' (vocab, dim) so far: what a tied_output ties to
     for node in layers:
+        if node["op"] == "embedding":
+            tables.append((node["vocab"], node["dim"]))
+        if node["op"] == "tied_output":
+            _check_tie(node, shape, tables)
         new_shape = out_shape(node, shape)
         total += node_parameters(node, shape)
         shape = new_shape
     return shape, total
+
+
+def _check_tie(node, shape, tables):
+    if len(tables) != 1:
+        raise ValueError("tied_output ties to the model's one embedding before it; found {}".format(
+            len(tables)))
+    vocab, dim = tables[0]
+    if (node["vocab"], shape[-1]) != (vocab, dim):
+        raise ValueError("tied_output of {} x {} does not match its embedding's table of {} x {}".format(
+            node["vocab"], shape[-1], vocab, dim))
 
 
 def infer(arch):

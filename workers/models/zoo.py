@@ -2,10 +2,15 @@
 as data (build_arch), the input shape, the pooled features, the smallest image size each accepts.
 """
 
-from workers.models.reference import ALL_MODELS, EMBEDDING, GRU_UNITS, RECURRENT, SEQ_LEN, VOCAB
+from workers.models.reference import (
+    ALL_MODELS, EMBEDDING, GPT, GPT_INIT_STD, GPT_LN_EPS, GRU_UNITS, LANGUAGE, RECURRENT, SEQ_LEN,
+    TOKEN_MODELS, VIT, VIT_LN_EPS, VOCAB,
+)
 from workers.models.shapes import infer, walk
 from workers.models.vocabulary import (
-    adaptive_avgpool, bn, concat, conv, dense, dropout, embedding, gru, maxpool, residual, simple,
+    adaptive_avgpool, attention, bn, class_token, concat, conv, dense, dropout, embedding,
+    first_token, gelu, gru, layernorm, maxpool, patch_embed, position_embedding, residual, simple,
+    tied_output,
 )
 
 # -- the five models ----------------------------------------------------------------------------
@@ -133,6 +138,44 @@ def _gru(classes):
     return [embedding(VOCAB, EMBEDDING), gru(GRU_UNITS), dense(classes)]
 
 
+# -- the attention models -------------------------------------------------------------------------
+
+
+def _encoder_block(width, heads, mlp, eps, approximate, causal, p):
+    """A pre-norm transformer block, as ViT and GPT-2 both have it: x + attention(norm(x)), then
+    x + MLP(norm(x)), the MLP dense(mlp), GELU, dense(width); dropout ``p`` after the attention
+    and after the MLP where p > 0 (GPT-2's residual dropout)."""
+    drop = [dropout(p)] if p else []
+    return [
+        residual([layernorm(eps), attention(heads, causal)] + drop, [], None),
+        residual([layernorm(eps), dense(mlp), gelu(approximate), dense(width)] + drop, [], None),
+    ]
+
+
+def _vit(name, classes, image_size):
+    """ViT (torchvision's vit_b_16 layout): patch embedding, class token, learned positions for
+    every patch and the class token, pre-norm blocks with exact GELU, a final layer norm, the class
+    token's features to the classifier. No dropout (torchvision's default, 0.0)."""
+    patch, width, depth, heads, mlp = VIT[name]
+    grid = image_size // patch
+    layers = [patch_embed(width, patch), class_token(), position_embedding(grid * grid + 1)]
+    for _ in range(depth):
+        layers += _encoder_block(width, heads, mlp, VIT_LN_EPS, "none", False, 0.0)
+    return layers + [layernorm(VIT_LN_EPS), first_token(), dense(classes)]
+
+
+def _gpt(name):
+    """GPT-2: token embedding and learned positions (both N(0, 0.02)), embedding dropout 0.1,
+    pre-norm causal blocks with the tanh GELU and residual dropout 0.1, a final layer norm, logits
+    from the token embedding's table (tied, no bias). No attention-weight dropout (GPT-2 has 0.1
+    there; the fused attentions of the frameworks differ in whether and how they apply it)."""
+    vocab, context, width, depth, heads, mlp = GPT[name]
+    layers = [embedding(vocab, width, std=GPT_INIT_STD), position_embedding(context), dropout(0.1)]
+    for _ in range(depth):
+        layers += _encoder_block(width, heads, mlp, GPT_LN_EPS, "tanh", True, 0.1)
+    return layers + [layernorm(GPT_LN_EPS), tied_output(vocab)]
+
+
 _BUILDERS = {
     "small_cnn": _small_cnn,
     "alexnet": _alexnet,
@@ -142,32 +185,73 @@ _BUILDERS = {
     "googlenet": _googlenet,
     "gru": _gru,
 }
+_SIZED = {  # builders that also need the image size or the sequence length
+    "vit_b16": lambda classes, size, length: _vit("vit_b16", classes, size),
+    "vit_tiny": lambda classes, size, length: _vit("vit_tiny", classes, size),
+    "gpt2_small": lambda classes, size, length: _gpt("gpt2_small"),
+    "gpt_tiny": lambda classes, size, length: _gpt("gpt_tiny"),
+}
 
 
 POOLS = ("maxpool", "adaptive_avgpool", "global_avgpool")
 
 
-def build_arch(name, classes, image_size, features=False):
+def build_arch(name, classes, image_size, features=False, sequence_length=None):
     """The architecture as data: {"name", "input": [3, H, W], "classes", "layers", "output"}.
 
     ``output`` is the shape the layers end in: [classes], or with ``features`` the pooled
-    features (see features_layers). Every translator checks its model against it.
+    features (see features_layers); a language model's is [L, vocabulary] (its "classes" are
+    the vocabulary; the ``classes`` argument does not apply). Every translator checks its model
+    against it. ``tokens``: the input is token ids; ``language``: the output is the next token at
+    every position (the loss and accuracy are over all positions).
     """
-    if name not in _BUILDERS:
+    if name in _SIZED:
+        layers = _SIZED[name](classes, image_size, sequence_length)
+    elif name in _BUILDERS:
+        layers = _BUILDERS[name](classes)
+    else:
         raise ValueError("unknown model {!r}; known: {}".format(name, ", ".join(ALL_MODELS)))
-    layers = _BUILDERS[name](classes)
-    shape = input_shape(name, image_size)
+    shape = input_shape(name, image_size, sequence_length)
+    language = name in LANGUAGE
+    if language:
+        classes = GPT[name][0]
     if features:
         layers = features_layers(layers, shape)
     arch = {"name": name, "input": list(shape), "classes": classes, "layers": layers,
-            "features": bool(features), "tokens": name in RECURRENT}
-    arch["output"] = list(walk(layers, arch["input"])[0]) if features else [classes]
+            "features": bool(features), "tokens": name in TOKEN_MODELS, "language": language}
+    if features or language:
+        arch["output"] = list(walk(layers, arch["input"])[0])
+    else:
+        arch["output"] = [classes]
     return arch
 
 
-def input_shape(name, image_size):
-    """(3, H, W) for an image model; (SEQ_LEN,) token ids for a recurrent one (no image size)."""
-    return (SEQ_LEN,) if name in RECURRENT else (3, image_size, image_size)
+def default_sequence_length(name):
+    """A token model's sequence length where none is set: the GRU's SEQ_LEN, a language model's
+    context; None for an image model."""
+    if name in LANGUAGE:
+        return GPT[name][1]
+    if name in RECURRENT:
+        return SEQ_LEN
+    return None
+
+
+def tokens_per_sample(name, sequence_length=None):
+    """Tokens in one sample of a token model (what its throughput in tokens/s multiplies by); None
+    for an image model."""
+    if name not in TOKEN_MODELS:
+        return None
+    return input_shape(name, 1, sequence_length)[0]
+
+
+def input_shape(name, image_size, sequence_length=None):
+    """(3, H, W) for an image model; (L,) token ids for a token model (no image size): the GRU's
+    SEQ_LEN, a language model's ``sequence_length`` (its context where None)."""
+    if name in RECURRENT:
+        return (SEQ_LEN,)
+    if name in LANGUAGE:
+        return (sequence_length or GPT[name][1],)
+    return (3, image_size, image_size)
 
 
 def features_layers(layers, shape):
@@ -175,7 +259,9 @@ def features_layers(layers, shape):
     feature-extraction benchmarks read (ResNet50 and MobileNetV2: the global average pool,
     2048 and 1280 values; AlexNet and VGG16: their adaptive pool, flattened; small_cnn: its
     last max-pool, flattened). The classifier after it is left out. A recurrent model's
-    features are its last GRU state."""
+    features are its last GRU state; a ViT's the class token's features after the final norm."""
+    if any(node["op"] == "first_token" for node in layers):
+        return list(layers[:max(i for i, node in enumerate(layers) if node["op"] == "first_token") + 1])
     if any(node["op"] == "gru" for node in layers):
         return list(layers[:max(i for i, node in enumerate(layers) if node["op"] == "gru") + 1])
     last = max(i for i, node in enumerate(layers) if node["op"] in POOLS)
@@ -191,8 +277,8 @@ _MAX_SEARCH = 4096
 
 def min_image_size(name):
     """The smallest square image size ``name`` accepts (searched upward once, then cached);
-    1 for a recurrent model, which takes no image."""
-    if name in RECURRENT:
+    1 for a token model, which takes no image."""
+    if name in TOKEN_MODELS:
         return 1
     if name not in _MIN_SIZE:
         for size in range(1, _MAX_SEARCH + 1):

@@ -163,6 +163,9 @@ class Adapter(base.Adapter):
         self._loss_sum = torch.zeros((), device=self.device)
         self._steps = 0
         self.execution["compute_dtypes"] = self._compute_dtypes(arch)
+        written = sorted({op for op in layers.HOW if _uses(arch["layers"], op)})
+        if written:  # the attention models: how their nodes are written (docs/models.md)
+            self.execution["layers"] = {op: layers.HOW[op] for op in written}
         self._run = self._wrap(self.model)
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
@@ -172,7 +175,7 @@ class Adapter(base.Adapter):
         mode = self.mode()
         if mode == "eager":
             return model
-        if self.config["model"] in models.RECURRENT:
+        if self.config["model"] == "gru":
             # Dynamo breaks the graph at nn.GRU and runs it op by op outside any graph: the
             # model's heart would run eager under a graph or compiled label.
             raise self.unsupported_mode(
@@ -241,11 +244,11 @@ class Adapter(base.Adapter):
 
     def forward_shape(self, batch):
         torch, config = self.torch, self.config
-        shape = models.input_shape(config["model"], config["image_size"])
+        shape = models.input_shape(config["model"], config["image_size"], config.get("sequence_length"))
         self.model.eval()
         try:
             with torch.no_grad():
-                if config["model"] in models.RECURRENT:  # token ids
+                if config["model"] in models.TOKEN_MODELS:  # token ids
                     x = torch.zeros((batch,) + shape, dtype=torch.long, device=self.device)
                 else:
                     x = torch.zeros((batch,) + shape, device=self.device)
@@ -313,12 +316,12 @@ class Adapter(base.Adapter):
         optimizer = self.optimizer
         optimizer.zero_grad(set_to_none=True)
         if self._autocast is None:
-            loss = self.torch.nn.functional.cross_entropy(self._run(x), y)
+            loss = _cross_entropy(self.torch, self._run(x), y)
             loss.backward()
             optimizer.step()
         else:
             with self._autocasting():  # forward and loss; backward outside, as PyTorch's docs say
-                loss = self.torch.nn.functional.cross_entropy(self._run(x), y)
+                loss = _cross_entropy(self.torch, self._run(x), y)
             if self._scaler is None:
                 loss.backward()
                 optimizer.step()
@@ -366,11 +369,12 @@ class Adapter(base.Adapter):
                     with self._autocasting():
                         logits = self._run(x)
                     logits = logits.float()  # the loss and the accuracy in float32
-                    total += torch.nn.functional.cross_entropy(logits, y, reduction="sum")
-                    correct += (logits.argmax(1) == y).sum()
+                    total += _cross_entropy(torch, logits, y, reduction="sum")
+                    correct += (logits.argmax(-1) == y).sum()
         finally:
             self.model.train()
-        return total.item() / n, correct.item() / n
+        count = self._y_val.numel()  # a language model's: every position of every sequence
+        return total.item() / count, correct.item() / count
 
     def tracer(self):
         from workers.adapters.pytorch import trace
@@ -434,10 +438,25 @@ def _memory_format(cuda, config):
             raise ValueError("BENCH_TORCH_MEMORY_FORMAT={!r}: expected {}".format(
                 value, " or ".join(MEMORY_FORMATS)))
         return value
-    image = config.get("model") not in models.RECURRENT
+    image = config.get("model") not in models.TOKEN_MODELS
     if cuda or not image or int(config.get("image_size") or 0) < models.CHANNELS_LAST_MIN_SIZE:
         return "contiguous_format"
     return "channels_last"
+
+
+def _uses(nodes, op):
+    for node in nodes:
+        if node["op"] == op or any(_uses(node.get(k) or [], op) for k in ("body", "shortcut")):
+            return True
+    return False
+
+
+def _cross_entropy(torch, logits, y, reduction="mean"):
+    """Softmax cross-entropy; a language model's (N, L, V) logits against (N, L) next tokens are
+    taken position by position (the mean over every position of every sequence)."""
+    if logits.dim() == 3:
+        logits, y = logits.flatten(0, 1), y.flatten()
+    return torch.nn.functional.cross_entropy(logits, y, reduction=reduction)
 
 
 class _NoContext(object):

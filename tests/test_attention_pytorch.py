@@ -1,0 +1,110 @@
+"""The attention models in PyTorch (issue 25): each node against the pure reference through the
+tiny ViT and GPT (random parameters in the canonical layout), the causal mask, and both tiny
+models learning their synthetic data through the adapter. Driven in the PyTorch environment."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import pytest
+
+from tests.drivers import checked, drive
+from workers import models
+
+pytestmark = [pytest.mark.framework]
+
+DRIVER = textwrap.dedent(
+    """
+    import numpy as np
+    from tests import attention_checks
+    from tests.driver_checks import configurer, run_checks
+    from workers.adapters.pytorch import layers
+
+    config, adapter = configurer("pytorch", threads=1)
+
+    def load(a, arch, params):
+        layers.load_canonical(a.torch, a.model, params)
+
+    def forward(a, x):
+        torch = a.torch
+        a.model.eval()
+        with torch.no_grad():
+            return a.model(torch.from_numpy(x)).double().numpy()
+
+    def check_reference(name):
+        return attention_checks.against_reference(adapter, load, forward, name)
+
+    def check_learns(name, epochs, over):
+        return attention_checks.learns(adapter, name, epochs, **over)
+
+    def check_how():
+        a, _ = adapter(model="gpt_tiny", sequence_length=8)
+        a.build_model()
+        return a.execution_info()
+
+    run_checks(globals())
+    """
+)
+CHECKS = [
+    ["reference-vit", ["vit_tiny"]],
+    ["reference-gpt", ["gpt_tiny"]],
+    [
+        "learns-vit",
+        [
+            "vit_tiny",
+            6,
+            {"dataset_size": 320, "batch_size": 32, "optimizer": "adam", "lr": 0.001, "classes": 4},
+        ],
+    ],
+    [
+        "learns-gpt",
+        ["gpt_tiny", 6, {"dataset_size": 160, "batch_size": 16, "lr": 0.3, "sequence_length": 32}],
+    ],
+    ["how", []],
+]
+
+
+@pytest.fixture(scope="module")
+def driven(tmp_path_factory, pytorch_python):
+    from tests.driver_checks import cases  # noqa: F401  (the same module the driver uses)
+
+    results, _ = drive(
+        pytorch_python,
+        tmp_path_factory.mktemp("attention"),
+        DRIVER.replace(
+            "run_checks(globals())", "from tests.driver_checks import cases\nrun_checks(cases(globals()))"
+        ),
+        CHECKS,
+        timeout=600,
+    )
+    return checked(results)
+
+
+@pytest.mark.parametrize("case, name", [("reference-vit", "vit_tiny"), ("reference-gpt", "gpt_tiny")])
+def test_every_node_computes_the_reference(driven, case, name):
+    got = driven(case)
+    assert got["parameters"] == got["infer"]
+    assert got["shape"] == got["want_shape"]
+    # float32 against float64 through two blocks: a relative error of a few 1e-6
+    assert got["max_abs_diff"] <= 1e-4 * max(1.0, got["scale"]), got
+
+
+def test_a_later_token_cannot_change_an_earlier_position(driven):
+    got = driven("reference-gpt")
+    assert got["earlier_positions_moved"] <= 1e-6 and got["last_position_moved"] > 1e-3
+
+
+@pytest.mark.parametrize("case", ["learns-vit", "learns-gpt"])
+def test_the_tiny_models_learn_their_synthetic_data(driven, case):
+    got = driven(case)
+    loss, accuracy = [h[0] for h in got["history"]], [h[1] for h in got["history"]]
+    # well above chance on held-out data, with a loss below chance's (log of the classes)
+    assert max(accuracy) > 2 * got["chance"] and max(accuracy) > accuracy[0], got
+    assert min(loss) < math.log(1 / got["chance"]), got
+
+
+def test_the_run_records_how_attention_is_written(driven):
+    layers = driven("how")["layers"]
+    assert "scaled_dot_product_attention" in layers["attention"] and layers["layernorm"] == "nn.LayerNorm"
+    assert models.GPT["gpt_tiny"][0] == 512
