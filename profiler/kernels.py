@@ -33,10 +33,16 @@ NORMALISATION = "normalisation"
 POOLING = "pooling"
 MEMORY_COPY = "memory copy"
 OTHER = "other"
+# A fused attention kernel (scores, softmax and the weighted sum in one: PyTorch's
+# scaled_dot_product_attention kernels, FlashAttention, cuDNN's SDPA): neither a GEMM nor a batched
+# GEMM alone, so a class of its own (issue 25); attention written as explicit products shows as
+# batched GEMM, softmax (reduction) and elementwise instead.
+ATTENTION = "fused attention"
 # In the order reports list them.
 CLASSES = (
     GEMM,
     BATCHED_GEMM,
+    ATTENTION,
     CONVOLUTION,
     ELEMENTWISE,
     REDUCTION,
@@ -45,7 +51,7 @@ CLASSES = (
     MEMORY_COPY,
     OTHER,
 )
-TILED = (GEMM, BATCHED_GEMM, CONVOLUTION)
+TILED = (GEMM, BATCHED_GEMM, ATTENTION, CONVOLUTION)
 
 
 def _rule(cls: str, pattern: str, case: bool = False) -> tuple[str, re.Pattern[str]]:
@@ -83,6 +89,12 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         True,
     ),
     _rule(MEMORY_COPY, r"^(wrapped_)?(scatter|gather|dynamic-slice|dynamic-update-slice)$", case=True),
+    # Fused attention before the reductions (its kernels do a softmax) and the GEMMs.
+    _rule(
+        ATTENTION,
+        r"scaled_dot_product|flash_?(fwd|bwd|attn|attention)|flash::|fmha|\bsdpa|efficient_attention|"
+        r"dot_product_attention|DotProductAttention|cudnn\w*sdpa",
+    ),
     # Normalisation and pooling before convolution: their cuDNN kernels say cudnn too.
     _rule(NORMALISATION, r"batch_?norm|bn_(fw|bw)|layer_?norm|instance_?norm|group_?norm|\bLRN\b"),
     _rule(POOLING, r"pool"),
@@ -104,6 +116,9 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     _rule(GEMM, r"gemm|gemv|nvjet|splitKreduce|cutlass|matmul|FullyConnected|\bdot\b|_backward_dot"),
     _rule(GEMM, r"^aten::(mm|addmm|addmv|mv|linear|matmul|_addmm_activation)$|^(Addmm|Mm|Mv)Backward"),
     _rule(GEMM, r"^(GEMM|GEMV|Linear|linear)$", case=True),
+    # TensorFlow's Einsum (Keras's MultiHeadAttention computes its projections and its scores with
+    # it): a contraction, counted as GEMM; the name does not say which ones are batched.
+    _rule(GEMM, r"^(Einsum|aten::einsum)$", case=True),
     # Reductions: sums, means, maxima over an axis, bias gradients.
     _rule(REDUCTION, r"reduce|\bsum|sum_?all|mean|argmax|argmin|\bmax\b|\bmin\b|BiasAddGrad|topk"),
     _rule(REDUCTION, r"^(Sum|Mean|Max|Min|Prod|All|Any|ArgMax)$|^_backward_(mean|sum)$", case=True),

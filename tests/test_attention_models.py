@@ -238,6 +238,7 @@ def test_the_synthetic_language_is_learnable_and_deterministic():
         ("model: resnet50\nsequence_length: 16", "sequence_length: only applies to the language models"),
         ("model: gpt_tiny\nsequence_length: 0", "sequence_length"),
         ("model: gpt_tiny\ndataset: cifar10\ndata_dir: /tmp", "model gpt_tiny reads synthetic language"),
+        ("model: gpt_tiny\ntask: inference\nfeatures: true", "features: a language model has no pooled features"),
     ],
 )
 def test_bad_sequence_settings_name_the_key(tmp_path, settings, message):

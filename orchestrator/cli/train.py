@@ -118,17 +118,25 @@ def _summary(db: Database, run_id: int) -> str:
     lines = [f"run {run_id}: {run['outcome']}{why}"]
     for e in data["epochs"]:
         repeat = f" (repeat {e['repeat']})" if run["repeats"] > 1 else ""
-        rate = f"{number(e['seconds'])} s, {number(e['images_per_second'], 4)} images/s, "
+        unit = "sequences" if run.get("tokens_per_second") is not None else "images"
+        rate = f"{number(e['seconds'])} s, {number(e['images_per_second'], 4)} {unit}/s, "
         if run.get("task") == "inference":
-            what = f"{number(e['seconds_per_image'] * 1000)} s/1000 images"
+            what = f"{number(e['seconds_per_image'] * 1000)} s/1000 {unit}"
         else:
             what = f"train loss {number(e['train_loss'])}, val acc {number(e['val_accuracy'])}"
         lines.append(f"  epoch {e['epoch']}{repeat}: {rate}{what}")
     if run["median_epoch_seconds"] is not None:
+        # A token model's sample is a sequence: say so, with its tokens/s.
+        unit = "sequence" if run.get("tokens_per_second") is not None else "image"
+        tokens = (
+            f"{number(run['tokens_per_second'], 4)} tokens/s, "
+            if run.get("tokens_per_second") is not None
+            else ""
+        )
         lines.append(
             f"median epoch {number(run['median_epoch_seconds'])} s, "
-            f"{number(run['images_per_second'], 4)} images/s, "
-            f"{number(run['seconds_per_image'] * 1000)} ms/image, {run['parameter_count']:,} parameters"
+            f"{number(run['images_per_second'], 4)} {unit}s/s, {tokens}"
+            f"{number(run['seconds_per_image'] * 1000)} ms/{unit}, {run['parameter_count']:,} parameters"
         )
     if run.get("samples_count"):
         lines.append(

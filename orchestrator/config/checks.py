@@ -57,6 +57,11 @@ def cross_field_problem(
         return stray, f"only applies to framework fault, not {config.framework}"
     if config.features and config.task != "inference":
         return ("features", "task"), FEATURES_NEED_INFERENCE
+    if config.features and config.model in LANGUAGE_MODELS:
+        return ("features", "model"), (
+            f"a language model has no pooled features ({config.model}'s output is the next token at every "
+            "position: task inference without features runs it)"
+        )
     problem = sequence_problem(config) or _data_problem(config, check_paths) or _batch_problem(config)
     if problem is None and (synthetic := synthetic_problem(config)):
         problem = ("dataset_size", "image_size"), synthetic

@@ -22,6 +22,7 @@ from orchestrator.report.timeline import find_run
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number, render
 from orchestrator.text.terminal import safe, safe_line
+from workers import models
 
 
 def pick_sweep(db: Database, sweep_id: int | None) -> dict[str, Any]:
@@ -356,6 +357,11 @@ def inspect_text(data: dict[str, Any]) -> str:
             lines.append(_field(key, run[key]))
     lines.append(_field("last reached", _where(run)))
     lines += [_field(k, v) for k, v in samples.inspect_fields(run)]
+    if run.get("tokens_per_second") is not None:  # a token model: one sample is a sequence
+        length = models.tokens_per_sample(run["model"], run.get("sequence_length"))
+        lines.append(
+            _field("tokens/s", f"{number(run['tokens_per_second'], 4)} (sequences/s x {length} tokens)")
+        )
     if run.get("last_event"):
         lines.append(_field("last event", run["last_event"]))
     lines += execution_lines(run)
