@@ -158,6 +158,31 @@ def throughput(r: dict[str, Any]) -> None:
     steps = r.get("steps_per_epoch")
     r["images_per_epoch"] = steps * r["batch_size"] if steps else None
     r["samples_mark"] = samples.cell_marks(r) if r.get("ok_runs") else ""
+    tokens = models.tokens_per_sample(r["model"], r.get("sequence_length")) if r.get("model") else None
+    for which in ("median", "min", "max"):  # a token model's sequences/s in tokens
+        value = r.get(f"images_per_second_{which}")
+        r[f"tokens_per_second_{which}"] = value * tokens if tokens and value is not None else None
+
+
+TOKEN_KEYS = ["tokens_per_second_median", "tokens_per_second_min", "tokens_per_second_max"]
+
+
+def token_columns(rows: Sequence[dict[str, Any]]) -> list[Column]:
+    """tokens/s, where a token model is among the rows (after throughput() filled them)."""
+    if not any(r.get("tokens_per_second_median") is not None for r in rows):
+        return []
+    return [
+        Column(
+            "tokens/s (median, min–max)",
+            "tokens_per_second_median",
+            lambda r: with_range(
+                r.get("tokens_per_second_median"),
+                r.get("tokens_per_second_min"),
+                r.get("tokens_per_second_max"),
+                text=lambda v: number(v, 4),
+            ),
+        )
+    ]
 
 
 def fraction(value: float) -> str:
@@ -208,7 +233,7 @@ def token_unit_notes(rows: list[dict[str, Any]]) -> list[str]:
             notes.append(
                 f'{model}: one "image" is one sequence of {tokens} tokens, each position predicting the '
                 "next (images/s are sequences/s, ms/image ms per sequence; tokens/s = sequences/s x "
-                "tokens, bench inspect and the runs table's tokens_per_second)"
+                "tokens: the tokens/s column, bench inspect)"
             )
     return notes
 

@@ -13,6 +13,7 @@ from typing import Any
 from orchestrator.config import samples
 from orchestrator.report.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
 from orchestrator.report.tables import (
+    TOKEN_KEYS,
     Table,
     key_columns,
     keys_of,
@@ -22,6 +23,7 @@ from orchestrator.report.tables import (
     sample_columns,
     sorting,
     throughput,
+    token_columns,
     with_range,
 )
 from orchestrator.storage.db import Database
@@ -49,10 +51,11 @@ def batch(db: Database, sel: Selection) -> Table:
         Column("images/s (median, min–max)", "images_per_second_median", _ips_cell),
         Column("ms/image (median, min–max)", "seconds_per_image_median", _ms_cell),
         Column("images/s vs smallest batch", "speedup_vs_smallest_batch", _speedup_cell),
+        *token_columns(rows),
         Column("runs", "runs"),
         *sample_columns(),
     ]
-    table.record_keys = [*keys, "batch_size", *BATCH_KEYS]
+    table.record_keys = [*keys, "batch_size", *BATCH_KEYS, *TOKEN_KEYS]
     table.records = [record_of(r, table.record_keys) for r in rows]
     table.notes += samples.mark_notes(rows)
     return table
@@ -144,10 +147,11 @@ def inference(db: Database, sel: Selection) -> Table:
         Column("outcome", "outcome", lambda r: r["outcome"]),
         Column("s/1000 images (median, min–max)", "seconds_per_1000_images_median", _s1000_cell),
         Column("images/s (median, min–max)", "images_per_second_median", _ips_cell),
+        *token_columns(rows),
         Column("runs", "runs"),
         *sample_columns(),
     ]
-    table.record_keys = [*keys, "batch_size", *INFERENCE_KEYS]
+    table.record_keys = [*keys, "batch_size", *INFERENCE_KEYS, *TOKEN_KEYS]
     table.records = [record_of(r, table.record_keys) for r in rows]
     table.notes += samples.mark_notes(rows)
     return table
