@@ -235,10 +235,9 @@ def test_the_synthetic_language_is_learnable_and_deterministic():
             "model: gpt_tiny\nsequence_length: 200",
             "sequence_length: 200 tokens is longer than gpt_tiny's context of 128",
         ),
-        ("model: resnet50\nsequence_length: 16", "sequence_length: only applies to the language models"),
         ("model: gpt_tiny\nsequence_length: 0", "sequence_length"),
         ("model: gpt_tiny\ndataset: cifar10\ndata_dir: /tmp", "model gpt_tiny reads synthetic language"),
-        ("model: gpt_tiny\ntask: inference\nfeatures: true", "features: a language model has no pooled features"),
+        ("model: gpt_tiny\ntask: inference\nfeatures: true", "features: a language model has no pooled"),
     ],
 )
 def test_bad_sequence_settings_name_the_key(tmp_path, settings, message):
@@ -252,3 +251,20 @@ def test_bad_sequence_settings_name_the_key(tmp_path, settings, message):
     assert result.exit_code == 1
     assert message in result.output and str(matrix) in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_sequence_length_in_settings_is_for_the_language_models_only(tmp_path):
+    """One matrix holds image and language models: settings' sequence_length reaches only the
+    latter; on an axis with another model it is still refused."""
+    from orchestrator.config.matrix import load_matrix
+    from orchestrator.errors import ConfigError
+
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(
+        "settings:\n  sequence_length: 16\naxes:\n  framework: [pytorch]\n  model: [resnet50, gpt_tiny]\n"
+    )
+    configs = {c.model: c for c in load_matrix(matrix).configs}
+    assert configs["resnet50"].sequence_length is None and configs["gpt_tiny"].sequence_length == 16
+    matrix.write_text("axes:\n  model: [resnet50, gpt_tiny]\n  sequence_length: [16]\n")
+    with pytest.raises(ConfigError, match=r"m.yaml:3: sequence_length: only applies to the language models"):
+        load_matrix(matrix)

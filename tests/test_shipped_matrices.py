@@ -30,6 +30,7 @@ def test_every_matrix_file_is_tested():
         "gaps",
         "modes",
         "modes-quick",
+        "transformers",
     }
 
 
@@ -47,6 +48,7 @@ def test_every_matrix_file_is_tested():
         "gaps",
         "modes",
         "modes-quick",
+        "transformers",
     ],
 )
 def test_matrix_loads_with_every_framework(name):
@@ -123,3 +125,15 @@ def test_the_modes_matrices_cross_every_framework_mode_and_precision():
         (f, mode, p) for f in REAL for mode in MODES for p in PRECISIONS
     }
     assert {c.model for c in quick} == {"small_cnn"} and {c.image_size for c in quick} == {32}
+
+
+def test_the_transformers_matrix():
+    """ViT-B/16 beside ResNet50 and GPT-2 small, six frameworks, CPU and cuda, untraced and traced;
+    the sequence length reaches only the language model."""
+    configs = load_matrix(MATRICES / "transformers.yaml").configs
+    assert len(configs) == 6 * 2 * 3 * 2
+    assert {c.model for c in configs} == {"resnet50", "vit_b16", "gpt2_small"}
+    assert {c.device for c in configs} == {"cpu", "cuda"} and {c.trace for c in configs} == {None, "kernels"}
+    assert {c.sequence_length for c in configs if c.model == "gpt2_small"} == {256}
+    assert {c.sequence_length for c in configs if c.model != "gpt2_small"} == {None}
+    assert {(c.image_size, c.batch_size) for c in configs} == {(224, 32)}

@@ -26,6 +26,7 @@ from orchestrator.config.filters import select as select
 from orchestrator.config.filters import unknown_key, value_message
 from orchestrator.config.run_config import (
     FIELD_NAMES,
+    LANGUAGE_MODELS,
     RunConfig,
     validate_field,
 )
@@ -105,6 +106,7 @@ def load_matrix(path: str | os.PathLike[str]) -> Matrix:
         raise reader.error(_key_line(root, "exclude"), "exclude", message)
     base = Path(path).resolve().parent
     configs = [(_absolute_data_dir(config, base), layer) for config, layer in configs]
+    configs = [_general_sequence_length(config, layer, settings) for config, layer in configs]
     for config, layer in configs:
         _check(reader, config, layer, settings)
     return Matrix(
@@ -328,6 +330,17 @@ def _check(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) 
         keys, message = problem
         key, line = _blame(layer, settings, keys)
         raise reader.error(line, key, message)
+
+
+def _general_sequence_length(config: RunConfig, layer: _Layer, settings: _Layer) -> tuple[RunConfig, _Layer]:
+    """A sequence_length from `settings` is for the language models: the other models' configurations
+    drop it, so one matrix can hold both (as image_size does not apply to a token model). Set by an
+    axis item or an include entry on another model, it is still refused (checks.sequence_problem)."""
+    value = layer.get("sequence_length")
+    if value is None or value is not settings.get("sequence_length") or config.model in LANGUAGE_MODELS:
+        return config, layer
+    kept = {key: setting for key, setting in layer.items() if key != "sequence_length"}
+    return replace(config, sequence_length=None), kept
 
 
 def _absolute_data_dir(config: RunConfig, base: Path) -> RunConfig:
