@@ -55,6 +55,9 @@ def make_parser(description):
     parser.add_argument("--model", default="small_cnn")
     parser.add_argument("--image-size", type=int, default=32)
     parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument(
+        "--sequence-length", type=int, default=0, help="a language model's tokens a sequence (0: its context)"
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2, help="0 = the framework's default")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps first")
@@ -160,6 +163,7 @@ def build_adapter(framework, args):
         data_config(args), framework=framework, model=args.model, device=args.device, optimizer="sgd"
     )
     config.update(batch_size=args.batch_size, lr=args.lr, momentum=args.momentum, threads=args.threads)
+    config.update(sequence_length=getattr(args, "sequence_length", 0) or None)
     if getattr(args, "task", "train") == "inference":
         # As the orchestrator's RunConfig hands them to the worker: task None is training.
         config.update(task="inference", features=bool(args.features) or None)

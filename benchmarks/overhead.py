@@ -206,6 +206,7 @@ def make_config(args: argparse.Namespace) -> RunConfig:
         # arguments have neither: it compares training steps).
         task="inference" if getattr(args, "task", "train") == "inference" else None,
         features=True if getattr(args, "features", False) else None,
+        sequence_length=getattr(args, "sequence_length", 0) or None,
     )
     size = args.steps * args.batch_size
     while replace(config, dataset_size=size).train_size < args.steps * args.batch_size:
@@ -267,6 +268,8 @@ def run_script(config: RunConfig, python: Path, script: str, *extra: str) -> lis
     cmd += ["--momentum", str(config.momentum), "--seed", str(config.seed), "--device", config.device]
     if config.task == "inference":
         cmd += ["--task", "inference", *(["--features"] if config.features else [])]
+    if config.sequence_length:
+        cmd += ["--sequence-length", str(config.sequence_length)]
     cmd += extra
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode != 0:

@@ -3,7 +3,8 @@
 benchmarks/zoo_parity.py prints these notes beside its timings; tests/test_zoo_parity.py holds the
 parameter counts to them (counted by the real frameworks); docs/fairness.md explains them. The
 differences were read from the zoo models' own definitions in the installed versions
-(TensorFlow 2.21 / Keras 3.15, MXNet 1.9.1, Paddle 3.3.1) and their printed layer lists.
+(TensorFlow 2.21 / Keras 3.15, MXNet 1.9.1, Paddle 3.3.1, transformers 5.24) and their printed
+layer lists.
 """
 
 from __future__ import annotations
@@ -90,14 +91,37 @@ PAIRS: dict[tuple[str, str], Pair] = {
     ("paddle", "resnet50"): Pair("paddle.vision.models.resnet50", 0, SAME),
     ("paddle", "vgg16"): Pair("paddle.vision.models.vgg16", 0, SAME),
     ("paddle", "mobilenet_v2"): Pair("paddle.vision.models.mobilenet_v2", 0, SAME),
+    # The attention models against Hugging Face Transformers (benchmarks/zoo_pytorch.py), both
+    # sides on PyTorch's scaled_dot_product_attention; the same parameters, differently laid out.
+    **{
+        ("pytorch", vit): Pair(
+            "transformers.ViTForImageClassification",
+            0,
+            (
+                "query, key and value are three nn.Linear layers (three matrix products a step); "
+                "bench's port stacks them in one (3D, D) nn.Linear (one)",
+                "the attention heads are split and merged by view/permute copies of its own",
+            ),
+        )
+        for vit in ("vit_b16", "vit_tiny")
+    },
+    **{
+        ("pytorch", gpt): Pair(
+            "transformers.GPT2LMHeadModel",
+            0,
+            (
+                "its projections are transformers' Conv1D (addmm with an (in, out) weight) where "
+                "bench's port has nn.Linear ((out, in): the same numbers, transposed)",
+                "it builds a causal mask and position ids each step; bench's port passes is_causal "
+                "to scaled_dot_product_attention and slices its position table",
+            ),
+        )
+        for gpt in ("gpt2_small", "gpt_tiny")
+    },
 }
 
 # Frameworks without a model zoo bench can run here, and why.
 UNAVAILABLE = {
-    "pytorch": (
-        "torchvision cannot be installed beside the CPU build of torch in this environment: its "
-        "wheels for torch 2.13 need libtorch_cuda (docs/fairness.md)"
-    ),
     "singa": "Apache Singa ships no model zoo (its examples define their models by hand)",
     "jax": (
         "Flax ships no model zoo (the flax package has layers; its ImageNet ResNet is example code "
@@ -108,6 +132,15 @@ UNAVAILABLE = {
 NOT_SHIPPED = {
     ("tensorflow", "alexnet"): "keras.applications ships no AlexNet",
 }
+# PyTorch's CNNs have no zoo here: torchvision cannot be installed beside the CPU build of torch in
+# this environment (its wheels for torch 2.13 need libtorch_cuda; docs/fairness.md).
+TORCHVISION = (
+    "torchvision cannot be installed beside the CPU build of torch in this environment: its wheels "
+    "for torch 2.13 need libtorch_cuda (docs/fairness.md); the attention models compare with "
+    "Hugging Face Transformers instead"
+)
+for _model in ("small_cnn", "alexnet", "mobilenet_v2", "resnet50", "vgg16", "googlenet", "gru"):
+    NOT_SHIPPED[("pytorch", _model)] = TORCHVISION
 
 
 def pairs_of(framework: str) -> list[str]:

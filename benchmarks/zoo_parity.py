@@ -43,7 +43,7 @@ import overhead  # noqa: E402
 import overhead_paired  # noqa: E402
 import zoo_models  # noqa: E402
 
-from orchestrator.config.run_config import IMAGE_MODELS as MODELS  # noqa: E402
+from orchestrator.config.run_config import MODELS  # noqa: E402
 from orchestrator.provision import envs  # noqa: E402
 
 GOAL = 1.05  # the issue's goal: bench's port within 1.05 of the zoo model's step time, or faster
@@ -62,6 +62,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--framework", required=True, choices=overhead.FRAMEWORKS)
     parser.add_argument("--model", choices=MODELS, help="required unless --counts")
     parser.add_argument("--image-size", type=int, default=224)
+    parser.add_argument(
+        "--sequence-length", type=int, default=0, help="a language model's tokens a sequence (0: its context)"
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
         "--threads", type=int, default=all_cores(), help="default: every core this process may use"
@@ -197,8 +200,8 @@ def operators(out: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def zoo_check(args: argparse.Namespace) -> str:
-    """What the framework's environment itself says of the zoo bench would need (PyTorch's
-    torchvision), so the reason printed is checked here rather than only remembered."""
+    """What the framework's environment itself says of the zoo bench would need for its CNNs
+    (PyTorch's torchvision), so the reason printed is checked here rather than only remembered."""
     if args.framework != "pytorch":
         return ""
     python, where = envs.python_for(args.framework, args.env_root)
@@ -221,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     models = zoo_models.pairs_of(args.framework) if args.counts else [args.model]
     if not args.counts and (args.framework, args.model) not in zoo_models.PAIRS:
         why = zoo_models.NOT_SHIPPED.get((args.framework, args.model), "no zoo counterpart")
-        print(f"{args.framework} {args.model}: no zoo model to compare with: {why}")
+        print(f"{args.framework} {args.model}: no zoo model to compare with: {why}{zoo_check(args)}")
         return 0
     python, where = envs.python_for(args.framework, args.env_root)
     if python is None:

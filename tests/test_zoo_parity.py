@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import zoo_models  # noqa: E402
 
-ZOO_FRAMEWORKS = ("tensorflow", "mxnet", "paddle")
+ZOO_FRAMEWORKS = ("tensorflow", "mxnet", "paddle", "pytorch")  # PyTorch's: Hugging Face's attention models
 # Reference counts (FACTS.md, torchvision's): ResNet50 v1.5 without conv biases, and Keras's with them.
 RESNET50 = 25_557_032
 KERAS_RESNET50 = 25_583_592
@@ -43,22 +43,30 @@ def parity(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_every_pair_names_a_model_and_explains_a_count_difference():
     for (framework, model), pair in zoo_models.PAIRS.items():
-        assert framework in ZOO_FRAMEWORKS and model in models.MODELS
-        assert pair.zoo.split(".")[0] in ("keras", "mxnet", "paddle")
+        assert framework in ZOO_FRAMEWORKS and model in models.ALL_MODELS
+        assert pair.zoo.split(".")[0] in ("keras", "mxnet", "paddle", "transformers")
         if pair.extra_parameters:
             assert pair.differences, f"{framework} {model}: a count difference with no explanation"
-    assert set(zoo_models.UNAVAILABLE) == {"pytorch", "singa", "jax"}
+    assert set(zoo_models.UNAVAILABLE) == {"singa", "jax"}
 
 
-@pytest.mark.parametrize("framework", [pytest.param("pytorch", marks=pytest.mark.framework), "singa", "jax"])
+@pytest.mark.parametrize("framework", ["singa", "jax"])
 def test_frameworks_without_a_zoo_say_why(framework):
     done = parity("--framework", framework, "--model", "resnet50")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{framework}: zoo parity unavailable: ")
     assert zoo_models.UNAVAILABLE[framework] in done.stdout
-    if framework == "pytorch":  # checked in the PyTorch environment, not only remembered
-        framework_python("pytorch")
-        assert "(here: ModuleNotFoundError: No module named 'torchvision')" in done.stdout
+
+
+@pytest.mark.framework
+def test_pytorch_has_no_cnn_zoo_and_says_why():
+    """torchvision is the CNN zoo PyTorch's users reach for: its absence is checked in the PyTorch
+    environment, not only remembered; the attention models compare with transformers instead."""
+    framework_python("pytorch")
+    done = parity("--framework", "pytorch", "--model", "resnet50")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("pytorch resnet50: no zoo model to compare with: torchvision cannot")
+    assert "(here: ModuleNotFoundError: No module named 'torchvision')" in done.stdout
 
 
 def test_a_model_the_zoo_lacks_is_said():
@@ -87,6 +95,10 @@ def test_port_and_zoo_parameter_counts_agree_or_differ_as_documented(framework):
         assert line["zoo"] == pair.zoo
         assert line["port_parameters"] == models.infer(models.build_arch(model, 1000, 224))["parameters"]
         assert line["zoo_parameters"] - line["port_parameters"] == pair.extra_parameters, (model, line)
+    if framework == "pytorch":  # the attention models' reference counts (issue 25)
+        assert lines["vit_b16"]["zoo_parameters"] == 86_567_656
+        assert lines["gpt2_small"]["zoo_parameters"] == 124_439_808
+        return
     assert lines["resnet50"]["port_parameters"] == RESNET50
     if framework == "tensorflow":
         assert lines["resnet50"]["zoo_parameters"] == KERAS_RESNET50
@@ -140,3 +152,22 @@ def test_multiply_adds_and_the_v1_layout():
     assert arch["layers"] != v1_layers  # a copy: bench's own architecture is left as it is
     vgg = models.build_arch("vgg16", 1000, 224)
     assert round(zoo_models.multiply_adds(vgg["layers"], tuple(vgg["input"])) / 1e9, 2) == 15.47
+
+
+@pytest.mark.slow
+@pytest.mark.framework
+def test_the_language_model_pair_runs_end_to_end(tmp_path):
+    """bench's tiny GPT against transformers' GPT2LMHeadModel on the same token batches (issue 25)."""
+    framework_python("pytorch")
+    saved = tmp_path / "zoo.json"
+    done = parity(
+        *("--framework", "pytorch", "--model", "gpt_tiny", "--sequence-length", "16", "--batch-size", "2"),
+        *("--classes", "10", "--steps", "2", "--passes", "2", "--warmup", "1", "--threads", "1"),
+        *("--idle-wait", "0", "--save", str(saved)),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"bench/zoo per pass: median \d+\.\d{4}", done.stdout)
+    assert "architectures differ:" in done.stdout and "Conv1D" in done.stdout
+    result = json.loads(saved.read_text())["result"]
+    assert result["zoo"].startswith("transformers.GPT2LMHeadModel ")
+    assert result["port_parameters"] == result["zoo_parameters"] == 141_056

@@ -296,7 +296,9 @@ class Adapter(base.Adapter):
         if self._x_epoch is None or tuple(self._x_epoch.shape) != shape:
             # Pinned (page-locked) host memory lets the host->device copy run asynchronously.
             self._x_epoch = torch.empty(shape, dtype=self._x.dtype, pin_memory=self.cuda)
-            self._y_epoch = torch.empty(shape[:1], dtype=self._y.dtype, pin_memory=self.cuda)
+            # (N,) class labels, or a language model's (N, L) next tokens
+            self._y_epoch = torch.empty(shape[:1] + tuple(self._y.shape[1:]), dtype=self._y.dtype,
+                                        pin_memory=self.cuda)
         index = torch.as_tensor(order[:steps * size], dtype=torch.long)
         torch.index_select(self._x, 0, index, out=self._x_epoch)
         torch.index_select(self._y, 0, index, out=self._y_epoch)
