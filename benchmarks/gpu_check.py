@@ -13,6 +13,9 @@ with their figures (benchmarks/gpu_check_report.py):
     oom       out of device memory twice: a gpu_memory_budget, and a batch too large for the card
     kernels   trace: kernels for resnet50 and vgg16, then `bench report --kernels`
     overhead  benchmarks/overhead.py: the harness against the bare loop, resnet50 224 px batch 64
+    modes     PyTorch's modes and precisions (eager, graph, compiled; fp32, tf32, bf16, fp16) and
+              JAX's where it has CUDA (benchmarks/gpu_check_modes.py)
+    attention ViT-B/16 and GPT-2 small in fp32 and bf16, traced once: fused attention kernels
 
 Exit status: 0 every check passed (NOTEs allowed), 1 some check failed, 2 it could not start
 (bench's dependencies missing and no wheel folder to install them from, no interpreter),
@@ -33,7 +36,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_FAILED, EXIT_SETUP, EXIT_NO_CUDA = 1, 2, 3
-PHASES = ("matrix", "oom", "kernels", "overhead")
+PHASES = ("matrix", "oom", "kernels", "overhead", "modes", "attention")
 # What the orchestrator imports, by module, and the distribution that provides it.
 NEEDED = {
     "sqlalchemy": "SQLAlchemy",
@@ -85,6 +88,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="PyTorch's interpreter (default: bench's pytorch environment, else this interpreter)",
     )
     parser.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated, of {', '.join(PHASES)}")
+    parser.add_argument(
+        "--jax-python",
+        default=None,
+        help="a JAX with CUDA for the modes phase (default: the PyTorch interpreter, if it has one)",
+    )
     parser.add_argument("--wheels", type=Path, default=REPO / ".whl", help="wheels for missing dependencies")
     args = parser.parse_args(argv)
     args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]

@@ -133,10 +133,17 @@ def run_all(
     work.mkdir(parents=True, exist_ok=True)
     db, log = work / "gpu-check.db", work / "commands.log"
     registered = register(Path(cuda["python"]), env, log)
+    import gpu_check_modes as modes
+
+    jax = None
+    if "modes" in args.phases:
+        jax = modes.register_jax(getattr(args, "jax_python", None), Path(cuda["python"]), env, log)
     matrices = {
         "matrix": matrix_phase,
         "oom": lambda: oom_phase(cuda["total_memory"]),
         "kernels": kernels_phase,
+        "modes": lambda: modes.modes_phase(jax is not None),
+        "attention": modes.attention_phase,
     }
     started = time.monotonic()
     timings = {}
@@ -166,7 +173,11 @@ def run_all(
         "kernels_report": kernels_text,
         "nvtx_library": nvtx_library(Path(cuda["python"])),
     }
-    checks = report.checks(db, work, context)
+    context["jax"] = jax or "none (the modes phase ran PyTorch alone)"
+    checks = report.checks(db, work, context) + modes.checks(db)
+    for c in checks:  # as report.checks does for its own
+        if c.missing in args.phases:
+            c.status, c.summary = "FAIL", f"phase {c.missing} ran but left no sweep (commands.log says why)"
     args.out.write_text(report.markdown(checks, context))
     print(f"gpu_check: report {args.out}: " + report.tally(checks))
     return 1 if any(c.status == "FAIL" for c in checks) else 0

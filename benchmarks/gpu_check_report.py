@@ -387,6 +387,7 @@ def markdown(found: list[Check], context: dict[str, Any]) -> str:
         f"capability {cuda.get('capability')}, {cuda.get('count')} visible)",
         f"- PyTorch {cuda.get('torch')} built with CUDA {cuda.get('cuda_build')}: {cuda.get('python')}",
         f"- registered as bench's pytorch environment by {context.get('registered')}",
+        f"- JAX: {context.get('jax', 'not probed (no modes phase)')}",
         f"- phases: {', '.join(context.get('phases', []))}; "
         + ", ".join(f"{p} {s:.0f} s" for p, s in context.get("timings", {}).items()),
         f"- result: {tally(found)}",

@@ -14,6 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import gpu_check_modes as modes  # noqa: E402
 import gpu_check_phases as phases  # noqa: E402
 import gpu_check_report as report  # noqa: E402
 
@@ -46,7 +47,7 @@ def test_a_missing_interpreter_or_phase_is_a_one_line_setup_error(tmp_path):
     assert done.stdout == f"gpu_check: no PyTorch interpreter at {tmp_path / 'no-python'}\n"
     done = gpu_check("--out", str(out), "--phases", "matrix,speed")
     assert (
-        done.returncode == 2 and "--phases: speed is not one of matrix, oom, kernels, overhead" in done.stderr
+        done.returncode == 2 and "--phases: speed is not one of matrix, oom, kernels, overhead, modes, attention" in done.stderr
     )
 
 
@@ -95,6 +96,52 @@ def test_its_matrices_are_what_the_issue_asks_and_bench_accepts_them(tmp_path):
     assert phases.oom_batch(141 * GIB) == 1024
     traced = load_matrix(phases.write_matrix(tmp_path / "k.yaml", phases.kernels_phase())).configs
     assert [(c.model, c.trace) for c in traced] == [("resnet50", "kernels"), ("vgg16", "kernels")]
+
+
+def test_the_modes_and_attention_phases_are_valid_matrices(tmp_path):
+    """Issue 24's and 25's GPU checks: PyTorch in every mode and precision (JAX's compiled ones
+    where a JAX with CUDA is registered), the attention models in fp32 and bf16, traced once."""
+    from orchestrator.config.matrix import load_matrix
+
+    configs = load_matrix(phases.write_matrix(tmp_path / "m.yaml", modes.modes_phase(jax=True))).configs
+    torch = {(c.mode, c.precision) for c in configs if c.framework == "pytorch"}
+    assert torch == {("eager", None), ("eager", "tf32"), ("eager", "bf16"), ("eager", "fp16")} | {
+        (m, p) for m in ("graph", "compiled") for p in (None, "bf16")
+    }  # fp32 is stored as None
+    assert {c.precision for c in configs if c.framework == "jax"} == {None, "tf32", "bf16", "fp16"}
+    assert {c.device for c in configs} == {"cuda"} and all(c.train_size >= 2 * c.batch_size for c in configs)
+    without = load_matrix(phases.write_matrix(tmp_path / "n.yaml", modes.modes_phase(jax=False))).configs
+    assert {c.framework for c in without} == {"pytorch"}
+    attention = load_matrix(phases.write_matrix(tmp_path / "a.yaml", modes.attention_phase())).configs
+    assert {(c.model, c.precision, c.trace) for c in attention} == {
+        ("vit_b16", None, None),
+        ("vit_b16", "bf16", None),
+        ("gpt2_small", None, None),
+        ("gpt2_small", "bf16", None),
+        ("vit_b16", None, "kernels"),
+        ("gpt2_small", None, "kernels"),
+    }
+    assert {c.sequence_length for c in attention if c.model == "gpt2_small"} == {1024}
+
+
+def _row(**over):
+    row = {"id": 1, "framework": "pytorch", "model": "resnet50", "mode": "eager", "precision": "bf16"}
+    row.update(outcome="ok", resolved_mode="eager", resolved_precision="bf16", images_per_second=10.0)
+    row.update(compile_seconds=None, reason=None, execution='{"compute_dtypes": {"matmul": "bfloat16"}}')
+    row.update(over)
+    return row
+
+
+def test_the_modes_check_wants_what_was_asked_for():
+    assert modes.check_modes([_row()]).status == "PASS"
+    # autocast that left the matrix products in float32 did not run in bf16
+    fp32_inside = _row(execution='{"compute_dtypes": {"matmul": "float32"}}')
+    assert modes.check_modes([fp32_inside]).status == "FAIL"
+    assert modes.check_modes([_row(resolved_precision="fp32")]).status == "FAIL"
+    refused = _row(outcome="unsupported", reason="tf32 needs an Ampere GPU", resolved_precision=None)
+    assert modes.check_modes([refused]).status == "PASS"
+    assert modes.check_modes([_row(outcome="error", reason="boom")]).status == "FAIL"
+    assert modes.check_modes([]).status == "NOTE"
 
 
 FAULT_SWEEPS = {
