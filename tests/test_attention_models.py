@@ -268,3 +268,45 @@ def test_a_sequence_length_in_settings_is_for_the_language_models_only(tmp_path)
     matrix.write_text("axes:\n  model: [resnet50, gpt_tiny]\n  sequence_length: [16]\n")
     with pytest.raises(ConfigError, match=r"m.yaml:3: sequence_length: only applies to the language models"):
         load_matrix(matrix)
+
+
+def test_a_version_7_database_gains_the_sequence_columns_and_keeps_its_rows(tmp_path):
+    """Schema 8 adds runs.sequence_length and runs.tokens_per_second; a version 7 file (the
+    schema as it was, tests/data/schema_v7.sql) is brought up and its rows read back unchanged."""
+    import json
+    import sqlite3
+    from pathlib import Path
+
+    from orchestrator.config.run_config import RunConfig
+    from orchestrator.storage.db import Database, schema_version
+
+    old = tmp_path / "bench.db"
+    conn = sqlite3.connect(old)
+    conn.executescript((Path(__file__).parent / "data" / "schema_v7.sql").read_text())
+    conn.execute(
+        "INSERT INTO sweeps (name, started_at, status, total_configs, host, machine, bench_version, command) "
+        "VALUES ('s', 't', 'finished', 1, 'h', 'm', 'v', 'c')"
+    )
+    config = RunConfig(framework="pytorch", model="gru", classes=2)
+    conn.execute(
+        "INSERT INTO runs (sweep_id, config_hash, framework, model, device, batch_size, optimizer, lr, "
+        "momentum, epochs, warmup_steps, repeats, timeout, dataset, dataset_size, image_size, classes, "
+        "val_fraction, threads, seed, config_json, outcome, started_at, ended_at, wall_seconds, "
+        "run_dir, worker_command, reproduce, images_per_second) VALUES (1, ?, 'pytorch', 'gru', 'cpu', 32, "
+        "'sgd', 0.01, 0.9, 1, 2, 1, 300, 'synthetic', 256, 64, 2, 0.2, 0, 0, ?, 'ok', 't', 't', 1, 'd', "
+        "'w', 'r', 12.5)",
+        (config.config_hash, json.dumps(config.to_dict())),
+    )
+    conn.commit()
+    conn.close()
+    Database(str(old), create=False).close()
+    conn = sqlite3.connect(old)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() == 8
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    assert {"sequence_length", "tokens_per_second"} <= columns
+    query = "SELECT model, images_per_second, sequence_length, tokens_per_second FROM runs"
+    row = conn.execute(query).fetchone()
+    assert row == ("gru", 12.5, None, None)  # nothing recorded is changed or made up
+    conn.close()
+    result = CliRunner().invoke(bench_cli, ["inspect", "1", "--db", str(old)])
+    assert result.exit_code == 0 and "tokens/s" not in result.output

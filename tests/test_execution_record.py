@@ -200,11 +200,12 @@ def test_a_version_6_database_gains_the_execution_columns_and_keeps_its_rows(wor
     conn.close()
     Database(str(old), create=False).close()
     conn = sqlite3.connect(old)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() == 8
     columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     assert {"mode", "precision", "resolved_mode", "execution", "compile_seconds", "steady_by"} <= columns
     assert {"target_reached", "target_seconds", "target_epoch", "first_step_loss"} <= columns
     assert "wall_seconds" in {r[1] for r in conn.execute("PRAGMA table_info(epochs)")}
+    assert {"sequence_length", "tokens_per_second"} <= columns  # version 8, on the way
     assert conn.execute("SELECT resolved_mode, outcome FROM runs").fetchall() == [(None, "ok")]
     conn.close()
     result = cli("inspect", "1")  # a row from before schema 7 has no execution section
