@@ -32,8 +32,8 @@ _CLASSES = []  # the Layer classes, made once paddle is imported
 
 def layer(paddle, node, shape, tables, attrs):
     """The paddle.nn.Layer for an attention node on input ``shape``; ``tables`` holds the
-    nn.Embedding layers made so far (a tied_output's table); ``attrs(op, fans, with_bias, rules)``
-    gives the (weight_attr, bias_attr) that apply models.INIT."""
+    nn.Embedding layers made so far (a tied_output's table); ``attrs(op, fans, with_bias)`` gives
+    the (weight_attr, bias_attr) that apply the node's models.INIT rules."""
     nn, op, classes = paddle.nn, node["op"], _classes(paddle)
     if op == "layernorm":
         weight, bias = attrs(op, None, True)
@@ -43,7 +43,7 @@ def layer(paddle, node, shape, tables, attrs):
     if op == "attention":
         # One ParamAttr for all four projections: each is D x D, so Glorot's bound is the same.
         weight, bias = attrs(op, models.fans(node, shape[-1]), True)
-        return classes["SelfAttention"](paddle, shape, node["heads"], node["causal"], weight, bias)
+        return classes["SelfAttention"](shape, node["heads"], node["causal"], weight, bias)
     if op == "patch_embed":
         weight, bias = attrs(op, models.fans(node, shape[0]), True)
         return classes["PatchEmbed"](nn.Conv2D(shape[0], node["dim"], node["patch"], stride=node["patch"],
@@ -70,7 +70,7 @@ def _classes(paddle):
         buffer, 0 where a position may attend and -inf above the diagonal, not saved with the
         parameters."""
 
-        def __init__(self, paddle, shape, heads, causal, weight_attr, bias_attr):
+        def __init__(self, shape, heads, causal, weight_attr, bias_attr):
             super().__init__()
             length, dim = shape
             self.attention = nn.MultiHeadAttention(dim, heads, weight_attr=weight_attr, bias_attr=bias_attr)
