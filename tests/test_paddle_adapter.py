@@ -24,9 +24,6 @@ from tests.drivers import checked, drive, framework_python, run_driver
 from tests.test_tensorflow_adapter import TORCH_SIDE
 from workers import models
 
-# The convolutional models; the attention models (issue 25) are not translated for this framework yet.
-CNN_MODELS = [m for m in models.MODELS if m not in models.ATTENTION]
-
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,7 +42,7 @@ DRIVER = textwrap.dedent(
         a, _ = adapter()  # before this process imports paddle: setup() prepares the import
         import paddle
         out = {}
-        for name in [m for m in models.MODELS if m not in models.ATTENTION]:
+        for name in models.MODELS:
             arch = models.build_arch(name, 1000, 64)
             count = a.build(arch)
             a.model.eval()
@@ -330,7 +327,7 @@ def test_module_imports_without_paddle():
     assert proc.returncode == 0 and proc.stdout.strip() == "paddle", proc.stderr
 
 
-@pytest.mark.parametrize("name", CNN_MODELS)
+@pytest.mark.parametrize("name", models.MODELS)
 def test_paddle_parameter_count_equals_infer(driven, name):
     got = driven("models")[name]
     assert got["paddle"] == got["infer"]

@@ -16,7 +16,7 @@ import warnings
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.paddle import layers, modes
+from workers.adapters.paddle import attention, layers, modes
 
 _NOTICES = ("No ccache found", "When training, we now always track global mean and variance",
             # to_static (mode graph) asks a static Value for its place once while converting
@@ -128,6 +128,9 @@ class Adapter(base.Adapter):
         self._initial = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         zeros = paddle.zeros([1] + list(arch["input"]), dtype="int64" if arch["tokens"] else "float32")
         self.execution["compute_dtypes"] = modes.compute_dtypes(paddle, model, zeros, self.precision())
+        written = attention.how(arch["layers"])
+        if written:  # the attention models: how their nodes are written (docs/frameworks/paddle.md)
+            self.execution["layers"] = written
         self.forward, self.execution["how"] = modes.forward_for(paddle, model, self.mode(), self.title)
         self._scaler = modes.scaler(paddle, self.precision())
         self.execution["loss_scaling"] = "paddle.amp.GradScaler()" if self._scaler is not None else None
@@ -147,8 +150,8 @@ class Adapter(base.Adapter):
     def _zeros(self, batch):
         """A batch of zeros in the model's input shape: images, or token ids (int64)."""
         config = self.config
-        shape = models.input_shape(config["model"], config["image_size"])
-        dtype = "int64" if config["model"] in models.RECURRENT else "float32"
+        shape = models.input_shape(config["model"], config["image_size"], config.get("sequence_length"))
+        dtype = "int64" if config["model"] in models.TOKEN_MODELS else "float32"
         return self.paddle.zeros([batch] + list(shape), dtype=dtype)
 
     def forward_shape(self, batch):
@@ -223,7 +226,7 @@ class Adapter(base.Adapter):
             x, y = x.cuda(blocking=False), y.cuda(blocking=False)
         with self._autocast():
             logits = self.forward(x)
-        loss = self.paddle.nn.functional.cross_entropy(logits.astype("float32"), y)
+        loss = _cross_entropy(self.paddle, logits.astype("float32"), y)
         if self._scaler is not None:  # fp16: scaled backward, unscaled and checked step
             self._scaler.scale(loss).backward()
             self._scaler.step(self.optimizer)
@@ -259,7 +262,6 @@ class Adapter(base.Adapter):
         paddle, size, n = self.paddle, self.config["batch_size"], len(self._y_val)
         if n == 0:
             return float("nan"), float("nan")
-        cross_entropy = paddle.nn.functional.cross_entropy
         total = paddle.zeros([], dtype="float64")
         correct = paddle.zeros([], dtype="int64")
         self.model.eval()
@@ -270,11 +272,12 @@ class Adapter(base.Adapter):
                     y = paddle.to_tensor(self._y_val[start:start + size], place=self.place)
                     with self._autocast():
                         logits = self.forward(x).astype("float32")
-                    total += cross_entropy(logits, y, reduction="sum").astype("float64")
-                    correct += (logits.argmax(axis=1) == y).astype("int64").sum()
+                    total += _cross_entropy(paddle, logits, y, reduction="sum").astype("float64")
+                    correct += (logits.argmax(axis=-1) == y).astype("int64").sum()
         finally:
             self.model.train()
-        return float(total) / n, int(correct) / n
+        count = self._y_val.size  # a language model's: every position of every sequence
+        return float(total) / count, int(correct) / count
 
     def tracer(self):
         from workers.adapters.paddle import trace
@@ -384,6 +387,14 @@ def _check_cuda(paddle):
         "index) in this environment",
         "is built with CUDA {} but no CUDA device is visible".format(_cuda_version(paddle)))
 
+
+
+def _cross_entropy(paddle, logits, y, reduction="mean"):
+    """Softmax cross-entropy; a language model's (N, L, V) logits against (N, L) next tokens are
+    taken position by position (the mean over every position of every sequence)."""
+    if len(logits.shape) == 3:
+        logits, y = logits.reshape([-1, logits.shape[-1]]), y.reshape([-1])
+    return paddle.nn.functional.cross_entropy(logits, y, reduction=reduction)
 
 
 def _numel(tensor):

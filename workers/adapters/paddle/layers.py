@@ -7,30 +7,39 @@ scheme (initialisers, BatchNorm momentum) are set explicitly.
 
 from workers import models
 from workers.adapters import base
+from workers.adapters.paddle import attention
 
 _RESIDUAL = []  # the Residual, Concat and LastState nn.Layer classes, made once paddle is imported
 
 
-def sequential(paddle, layers, shape):
-    """paddle.nn.Sequential for a layer list, and its output shape."""
+def sequential(paddle, layers, shape, tables=None):
+    """paddle.nn.Sequential for a layer list, and its output shape.
+
+    ``tables``: the nn.Embedding layers made so far, the one a tied_output ties to.
+    """
     made = []
+    tables = [] if tables is None else tables
     for node in layers:
-        made.append(_layer(paddle, node, shape))
+        made.append(_layer(paddle, node, shape, tables))
         shape = models.out_shape(node, shape)
     return paddle.nn.Sequential(*made), shape
 
 
-def _layer(paddle, node, shape):
+def _layer(paddle, node, shape, tables):
     nn, op = paddle.nn, node["op"]
+    if op in attention.OPS:
+        return attention.layer(paddle, node, shape, tables,
+                               lambda op, fans, bias: _attrs(paddle, op, fans, bias, models.node_init(node)))
     if op == "conv":
         weight, bias = _attrs(paddle, op, models.fans(node, shape[0]), node["bias"])
         return nn.Conv2D(shape[0], node["out"], node["kernel"], stride=node["stride"],
                          padding=node["padding"], groups=node["groups"],
                          weight_attr=weight, bias_attr=bias)
     if op == "dense":
-        # Paddle stores the weight as (in, out); Glorot's bound is symmetric in the fans.
-        weight, bias = _attrs(paddle, op, models.fans(node, shape[0]), node["bias"])
-        return nn.Linear(shape[0], node["out"], weight_attr=weight, bias_attr=bias)
+        # On the last axis: Linear takes (N, D) and (N, L, D) alike. Paddle stores the weight as
+        # (in, out); Glorot's bound is symmetric in the fans.
+        weight, bias = _attrs(paddle, op, models.fans(node, shape[-1]), node["bias"])
+        return nn.Linear(shape[-1], node["out"], weight_attr=weight, bias_attr=bias)
     if op == "bn":
         norm = nn.BatchNorm2D if len(shape) == 3 else nn.BatchNorm1D
         weight, bias = _attrs(paddle, op, None, True)
@@ -55,17 +64,19 @@ def _layer(paddle, node, shape):
         # Paddle's default mode, upscale_in_train, is PyTorch's inverted dropout.
         return nn.Dropout(node["p"])
     if op == "embedding":
-        weight = _attrs(paddle, op, models.fans(node, shape[-1]), False)[0]
-        return nn.Embedding(node["vocab"], node["dim"], weight_attr=weight)
+        weight = _attrs(paddle, op, models.fans(node, shape[-1]), False, models.node_init(node))[0]
+        table = nn.Embedding(node["vocab"], node["dim"], weight_attr=weight)
+        tables.append(table)
+        return table
     if op == "gru":
         return _gru(paddle, node, shape)
     if op == "residual":
-        body = sequential(paddle, node["body"], shape)[0]
-        shortcut = sequential(paddle, node["shortcut"], shape)[0] if node["shortcut"] else None
+        body = sequential(paddle, node["body"], shape, tables)[0]
+        shortcut = sequential(paddle, node["shortcut"], shape, tables)[0] if node["shortcut"] else None
         post = nn.ReLU() if node["post"] == "relu" else None
         return _residual_class(paddle)(body, shortcut, post)
     if op == "concat":
-        branches = [sequential(paddle, branch, shape)[0] for branch in node["branches"]]
+        branches = [sequential(paddle, branch, shape, tables)[0] for branch in node["branches"]]
         return _residual_class(paddle, "Concat")(branches)
     raise base.not_supported("layer op", op, "Paddle")
 
@@ -86,10 +97,11 @@ def _gru(paddle, node, shape):
     return _residual_class(paddle, "LastState")(gru)
 
 
-def _attrs(paddle, op, fans, with_bias):
-    """(weight_attr, bias_attr) applying models.INIT; bias_attr False when there is no bias."""
+def _attrs(paddle, op, fans, with_bias, rules=None):
+    """(weight_attr, bias_attr) applying models.INIT (or the node's own ``rules``); bias_attr False
+    when there is no bias."""
     made = {}
-    for name, rule in models.INIT[op].items():
+    for name, rule in (rules or models.INIT[op]).items():
         made[name] = paddle.ParamAttr(initializer=_initializer(paddle.nn.initializer, rule, fans))
     return made["weight"], (made["bias"] if with_bias else False)
 
