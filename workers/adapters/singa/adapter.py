@@ -123,7 +123,9 @@ class Adapter(base.Adapter):
         # input shape, batch size included. Token ids travel as float32 (exact below 2**24).
         size = int(self.config["batch_size"])
         shape = tuple(arch["input"])
-        self._tx = sg["tensor"].Tensor((size,) + shape, self.dev, sg["tensor"].float32)
+        # ids carry no gradient (autograd.equal, the embedding's comparison, has no backward)
+        self._tx = sg["tensor"].Tensor((size,) + shape, self.dev, sg["tensor"].float32,
+                                       requires_grad=not arch.get("tokens"))
         self._tx.set_value(0.0)
         # a language model's targets: every position of every sequence, as one column of labels
         labels = size * (shape[0] if arch.get("language") else 1)

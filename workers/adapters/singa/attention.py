@@ -5,7 +5,7 @@ Singa has no attention layer, no layer normalisation, no GELU, no embedding look
 of ids and no working concatenation or slicing (autograd.cat, Slice and Gather pass their parts as
 a singa_wrap.VecTensor, which this wheel's binding lacks). Every node is written with the
 operators it does have: 2-D and batched matrix products (singa.Mult), transposes, reshapes,
-softmax along an axis, elementwise tanh, exp, abs, sign, sqrt and reciprocal. What the stock
+softmax over rows (its backward on the last axis of a 4-D tensor is wrong), elementwise tanh, exp, abs, sign, sqrt and reciprocal. What the stock
 operators cannot express safely is a few small autograd Operators below (``operators``):
 
 - ``BatchMatMul``: autograd.Matmul's backward transposes with DefaultTranspose, which reverses
@@ -32,8 +32,8 @@ OPS = ("layernorm", "gelu", "attention", "patch_embed", "class_token", "position
 HOW = {
     "attention": "explicit matrix products (singa has no attention layer): q, k, v and output "
                  "layer.Linear, scores q k^T / sqrt(d) as a batched singa.Mult, the causal mask "
-                 "added as a constant -inf triangle, autograd.softmax on the last axis, a batched "
-                 "product with v",
+                 "added as a constant -inf triangle, autograd.softmax on rows, a batched product "
+                 "with v",
     "layernorm": "composed (singa has no layer norm): row mean and variance as products with a "
                  "1/D vector, sqrt, reciprocal, scale and shift expanded by products with ones",
     "gelu": "composed (singa has tanh but no erf): tanh GELU from autograd.tanh; exact GELU with "
@@ -228,7 +228,11 @@ class Nodes(object):
             scores = self.scale(self.bmm(qh, kt), 1.0 / math.sqrt(head))
             if mask is not None:
                 scores = self.sg["AddConstant"](mask)(scores)[0]
-            y = self.bmm(ag.softmax(scores, 3), vh)
+            # softmax on 2-D rows: singa's SoftMaxBackward is wrong on the last axis of a 4-D
+            # tensor (its forward is right), and right on rows
+            weights = ag.reshape(ag.softmax(ag.reshape(scores, (rows * heads, length)), 1),
+                                 (self.n, heads, length, length))
+            y = self.bmm(weights, vh)
             y = ag.reshape(ag.transpose(y, (0, 2, 1, 3)), (rows, d))
             return ag.reshape(out(y), (self.n, length, d))
 
