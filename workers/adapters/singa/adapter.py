@@ -6,7 +6,8 @@ default (mode graph) is Singa's own fast path: a ``singa.model.Model`` compiled 
 computational graph that every later step replays (``Device.RunGraph``) after the batch is copied
 into the input tensors; inference buffers the eval-mode forward the same way (layers.Forward).
 Mode eager is the same Model compiled with ``use_graph=False``: every operator runs as Python
-calls it. Singa has no compiler (mode compiled) and no 16-bit training (modes.py says why).
+calls it. Singa has no compiler (mode compiled) and no 16-bit training (modes.py says why). The
+attention models' nodes are written in attention.py; a language model's loss is over every position.
 
 The wheel's generated SWIG binding does not match its own Python layer. The workarounds below are
 each named after the error they mend (docs/frameworks/singa.md has the evidence):
@@ -342,6 +343,7 @@ def _recurrent_reason(sg, device):
                 "singa.USE_CUDA and there is no CPU kernel for it; {} either".format(
                     sg["version"], no_embedding))
     # Its cuDNN GRU computes PyTorch's function (PyTorch's GRU is cuDNN's), but nothing feeds it.
-    return ("gru on cuda: singa {}'s cuDNN GRU (layer.CudnnRNN, rnn_mode 'gru') exists, but {}; "
-            "bench does not wire the cuDNN RNN without that (and has never run it: no CUDA build "
-            "of singa was available)".format(sg["version"], no_embedding))
+    return ("gru on cuda: singa {}'s cuDNN GRU (layer.CudnnRNN, rnn_mode 'gru') exists, but {} "
+            "(the attention models write theirs as a one-hot product); bench does not wire the "
+            "cuDNN RNN (and has never run it: no CUDA build of singa was available)".format(
+                sg["version"], no_embedding))
