@@ -108,6 +108,19 @@ DRIVER = textwrap.dedent(
                     out[key] = {"failure": type(exc).__name__, "reason": str(exc)}
         return out
 
+    def check_full_size():
+        out = {}
+        for key, name, over in (("vit_b16", "vit_b16", {"image_size": 224, "classes": 1000}),
+                                ("gpt2_small", "gpt2_small", {"batch_size": 2, "sequence_length": 8}),
+                                ("gpt2_small_32", "gpt2_small", {"batch_size": 32})):
+            a, _ = adapter(model=name, **over)
+            try:
+                out[key] = a.build_model()
+            except base.Unsupported as exc:
+                out[key] = str(exc)
+            a._release()
+        return out
+
     def check_how():
         a, _ = adapter(model="gpt_tiny", sequence_length=8)
         a.build_model()
@@ -128,6 +141,7 @@ CHECKS = [
         ["gpt_tiny", 6, {"dataset_size": 160, "batch_size": 16, "lr": 0.3, "sequence_length": 32}],
     ],
     ["modes", []],
+    ["full_size", []],
     ["how", []],
 ]
 
@@ -190,6 +204,14 @@ def test_eager_and_graph_train_and_the_rest_is_unsupported_with_its_reason(drive
         assert got[f"{name} graph bf16"]["failure"] == "Unsupported"
         assert "bfloat16" in got[f"{name} graph bf16"]["reason"]
         assert got[f"{name} compiled fp32"]["failure"] == "Unsupported"
+
+
+def test_full_size_parameter_counts_and_singas_tensor_limit(driven):
+    got = driven("full_size")
+    assert got["vit_b16"] == 86_567_656  # torchvision's vit_b_16
+    assert got["gpt2_small"] == 124_439_808  # Hugging Face's gpt2, the table counted once
+    # 32 x 1024 positions over 50,257 words: 6.6 GB in one tensor; singa aborts above 2 GiB
+    assert "2 GiB" in got["gpt2_small_32"] and "32768x50257" in got["gpt2_small_32"]
 
 
 def test_the_run_records_how_attention_is_written(driven):

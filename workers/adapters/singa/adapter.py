@@ -52,6 +52,7 @@ class Adapter(base.Adapter):
         self.net = None
         self.optimizer = None
         self.translator = None  # layers.Translator of the built model (load_canonical reads it)
+        self._arch = None  # the architecture built
         self._params = []  # (name, tensor) of every trainable parameter, in build order
         self._states = []  # tensors reset() restores: parameters and BN running statistics
         self._initial = []  # device copies of _states at build time
@@ -134,6 +135,7 @@ class Adapter(base.Adapter):
         HostIO.put(self._ty, np.zeros(labels, dtype=np.int32))
         self._loss_sum = sg["tensor"].Tensor((1,), self.dev)
         self._loss_sum.set_value(0.0)
+        self._arch = arch
         self.translator = translator = layers.Translator(sg, self.dev, size)
         steps, out = translator.layers(arch["layers"], shape)
         if list(out) != arch["output"]:
@@ -236,6 +238,16 @@ class Adapter(base.Adapter):
     def forward_shape(self, batch):
         import numpy as np
 
+        if batch != self._tx.shape[0]:
+            # Singa fixes the batch size at build (its handles, the attention models' constants):
+            # build again for this batch rather than pad it to batch_size (gpt2_small's logits at
+            # 32 x 1024 positions are 6.6 GB, its one-hot input as much again)
+            built = self.config["batch_size"]
+            self.config["batch_size"] = batch
+            try:
+                self.build(self._arch)
+            finally:
+                self.config["batch_size"] = built
         shape = tuple(self._tx.shape[1:])  # (3, H, W) or a language model's (L,)
         return self.logits(np.zeros((batch,) + shape, dtype=np.float32)).shape
 

@@ -10,6 +10,7 @@ operators cannot express safely is a few small autograd Operators below (``opera
 
 - ``BatchMatMul``: autograd.Matmul's backward transposes with DefaultTranspose, which reverses
   every axis of a 3-D or 4-D operand; this one swaps the last two;
+- ``OneHot``: the embedding's comparison of ids with 0..V-1, with half autograd.equal's temporaries;
 - ``Scale``, ``Shift``, ``AddConstant``: multiply or add a number, add a constant tensor (the
   causal mask) by broadcasting. Stock autograd has no scalar operators, and its broadcasting
   backward (back_broadcast) sums with a temporary tensor that a buffered graph reads after it is
@@ -104,7 +105,23 @@ def operators(autograd, wrap):
         def backward(self, dy):
             return dy
 
-    return {"BatchMatMul": BatchMatMul, "Scale": Scale, "Shift": Shift, "AddConstant": AddConstant}
+    class OneHot(autograd.Operator):
+        """(M, 1) ids against a (1, V) row of 0..V-1: 1.0 where equal. autograd.equal computes the
+        same with four (M, V) temporaries alive at once (a difference, two comparisons, their
+        product); this holds two. No backward: ids carry no gradient."""
+
+        def __init__(self, ids):
+            super(OneHot, self).__init__()
+            self.ids = ids
+
+        def forward(self, x):
+            return wrap.LTFloat(wrap.Abs(wrap.__sub__(x, self.ids.data)), 0.5)
+
+        def backward(self, dy):
+            raise RuntimeError("token ids have no gradient")
+
+    return {"BatchMatMul": BatchMatMul, "Scale": Scale, "Shift": Shift, "AddConstant": AddConstant,
+            "OneHot": OneHot}
 
 
 class Parts(object):
@@ -213,6 +230,7 @@ class Nodes(object):
         head = d // heads
         q, k, v, out = [layer.Linear(d, bias=True) for _ in range(4)]
         self.t.keep(node, shape, Parts(linears=[q, k, v, out]))
+        self.t.fits((self.n, heads, length, length), "the attention scores")
         mask = None
         if node["causal"]:
             mask = self.const(np.triu(np.full((length, length), -np.inf), 1))
@@ -309,9 +327,10 @@ class Nodes(object):
         self.t.keep(node, shape, Parts([table]))
         self.table = table
         ids = self.const(np.arange(vocab).reshape(1, vocab))
+        self.t.fits((self.n * length, vocab), "the embedding's one-hot input")
 
         def run(x):  # x: (N, L) float32 token ids, exact below 2**24
-            hot = ag.equal(ag.reshape(x, (self.n * length, 1)), ids)  # (N*L, V), no gradient
+            hot = self.sg["OneHot"](ids)(ag.reshape(x, (self.n * length, 1)))[0]  # (N*L, V)
             return ag.reshape(self.matmul(hot, table), (self.n, length, dim))
 
         return run

@@ -146,7 +146,24 @@ class Translator(object):
             self._path = "{}{}".format(path, i)
             steps.append(self.step(node, shape))
             shape = models.out_shape(node, shape)
+            self.fits((self.batch_size,) + tuple(shape), "the output of {} node {}".format(
+                node["op"], self._path))
         return steps, shape
+
+    def fits(self, shape, what):
+        """Unsupported where a float32 tensor of this shape passes singa's 2 GiB limit: its Device
+        counts a block's bytes in an int and aborts the process on a larger one (device.cc: "Check
+        failed: size >= 0 ... the size is too large", seen with gpt2_small at 32 x 1024 tokens)."""
+        size = 4
+        for n in shape:
+            size *= int(n)
+        if size > _MAX_BLOCK:
+            raise base.Unsupported(
+                "{} at batch size {} is a float32 tensor {} of {:,} bytes, above the {:,} "
+                "(2 GiB - 1) singa {} can allocate: its Device counts a block's bytes in an int "
+                "and aborts on a larger one (device.cc 'size is too large'); fewer samples "
+                "(or tokens) per batch fit".format(what, self.batch_size, "x".join(str(n) for n in shape), size,
+                              _MAX_BLOCK, self.sg["version"]))
 
     def step(self, node, shape):
         sg, op = self.sg, node["op"]
@@ -295,6 +312,9 @@ class Translator(object):
                 made.running_var.set_value(1.0)
                 states += [made.running_mean, made.running_var]
         return params, states
+
+
+_MAX_BLOCK = 2 ** 31 - 1
 
 
 def _tensors(made, bn):
