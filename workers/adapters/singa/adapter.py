@@ -256,7 +256,7 @@ class Adapter(base.Adapter):
         float32 ids); returns numpy logits ((n, classes), a language model's (n, L, vocabulary))."""
         import numpy as np
 
-        size, n = self.config["batch_size"], len(x)
+        size, n = self._tx.shape[0], len(x)  # the batch the model was built for
         batch = x if n == size else np.concatenate(
             [x, np.zeros((size - n,) + x.shape[1:], dtype=np.float32)])  # handles fix the batch size
         HostIO.put(self._tx, batch)
