@@ -32,7 +32,7 @@ KNOWN_LIMITS = {
     ("singa", "mobilenet_v2"): ("unsupported", "grouped convolution"),
     ("singa", "googlenet"): ("unsupported", "concatenation"),
     ("singa", "gru"): ("unsupported", "cuDNN"),
-    # at bench models' batch of 32 full contexts, the logits pass singa's 2 GiB tensor limit
+    # at bench models' batch of 32 full contexts, its one-hot input and logits pass singa's 2 GiB limit
     ("singa", "gpt2_small"): ("unsupported", "2 GiB"),
 }
 # The attention models (issue 25) are translated for PyTorch and Singa so far; the other adapters

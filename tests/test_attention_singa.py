@@ -104,6 +104,11 @@ DRIVER = textwrap.dedent(
                     a.train_step(1)
                     a.synchronize()
                     out[key] = {"loss": a.read_loss_sum() / 2, "how": a.execution_info()["how"]}
+                    # inference: the buffered forward's replay (graph) against the eager forward
+                    a.infer_step(2)
+                    a.synchronize()
+                    replay = HostIO.get(a._output)
+                    out[key]["replay_diff"] = float(np.abs(replay - a.logits(a._x_epoch[2])).max())
                 except base.WorkerFailure as exc:
                     out[key] = {"failure": type(exc).__name__, "reason": str(exc)}
         return out
@@ -199,11 +204,14 @@ def test_eager_and_graph_train_and_the_rest_is_unsupported_with_its_reason(drive
         for mode in ("eager", "graph"):
             run = got[f"{name} {mode} fp32"]
             assert math.isfinite(run["loss"]) and run["loss"] > 0, run
+            assert run["replay_diff"] < 1e-5, run
         assert "use_graph=False" in got[f"{name} eager fp32"]["how"]
         assert "RunGraph" in got[f"{name} graph fp32"]["how"]
         assert got[f"{name} graph bf16"]["failure"] == "Unsupported"
         assert "bfloat16" in got[f"{name} graph bf16"]["reason"]
         assert got[f"{name} compiled fp32"]["failure"] == "Unsupported"
+    # the same two steps from the same start: the buffered graph computes what eager does
+    assert got["vit_tiny graph fp32"]["loss"] == pytest.approx(got["vit_tiny eager fp32"]["loss"], rel=1e-5)
 
 
 def test_full_size_parameter_counts_and_singas_tensor_limit(driven):
