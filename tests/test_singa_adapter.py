@@ -20,9 +20,6 @@ from click.testing import CliRunner
 from tests.drivers import checked, drive, framework_python
 from workers import models
 
-# The convolutional models; the attention models (issue 25) are not translated for this framework yet.
-CNN_MODELS = [m for m in models.MODELS if m not in models.ATTENTION]
-
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,7 +37,7 @@ DRIVER = textwrap.dedent(
         a, _ = adapter(batch_size=2)
         out = {}
         # build() frees the previous model (VGG: 0.5 GB) first
-        for name in [m for m in models.MODELS if m not in models.ATTENTION]:
+        for name in models.MODELS:
             arch = models.build_arch(name, 1000, 64)
             try:
                 count = a.build(arch)
@@ -197,7 +194,7 @@ def test_module_imports_without_singa():
     assert proc.returncode == 0 and proc.stdout.strip() == "singa", proc.stderr
 
 
-@pytest.mark.parametrize("name", [m for m in CNN_MODELS if m not in ("mobilenet_v2", "googlenet")])
+@pytest.mark.parametrize("name", [m for m in models.MODELS if m not in ("mobilenet_v2", "googlenet")])
 def test_parameter_count_equals_infer(driven, name):
     got = driven("models")[name]
     assert got["singa"] == got["infer"]

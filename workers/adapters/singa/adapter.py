@@ -6,7 +6,8 @@ default (mode graph) is Singa's own fast path: a ``singa.model.Model`` compiled 
 computational graph that every later step replays (``Device.RunGraph``) after the batch is copied
 into the input tensors; inference buffers the eval-mode forward the same way (layers.Forward).
 Mode eager is the same Model compiled with ``use_graph=False``: every operator runs as Python
-calls it. Singa has no compiler (mode compiled) and no 16-bit training (modes.py says why).
+calls it. Singa has no compiler (mode compiled) and no 16-bit training (modes.py says why). The
+attention models' nodes are written in attention.py; a language model's loss is over every position.
 
 The wheel's generated SWIG binding does not match its own Python layer. The workarounds below are
 each named after the error they mend (docs/frameworks/singa.md has the evidence):
@@ -50,6 +51,8 @@ class Adapter(base.Adapter):
         self.dev = None
         self.net = None
         self.optimizer = None
+        self.translator = None  # layers.Translator of the built model (load_canonical reads it)
+        self._arch = None  # the architecture built
         self._params = []  # (name, tensor) of every trainable parameter, in build order
         self._states = []  # tensors reset() restores: parameters and BN running statistics
         self._initial = []  # device copies of _states at build time
@@ -115,25 +118,32 @@ class Adapter(base.Adapter):
         import numpy as np
 
         sg = _import()
-        if arch.get("tokens"):
+        if arch.get("tokens") and not arch.get("language"):
             raise base.Unsupported(_recurrent_reason(sg, self.config["device"]))
         self._release()
-        # Conv, pooling and BN handles are made for one input shape, batch size included.
+        # Conv, pooling and BN handles (and the attention models' constants) are made for one
+        # input shape, batch size included. Token ids travel as float32 (exact below 2**24).
         size = int(self.config["batch_size"])
         shape = tuple(arch["input"])
-        self._tx = sg["tensor"].Tensor((size,) + shape, self.dev, sg["tensor"].float32)
+        # ids carry no gradient (autograd.equal, the embedding's comparison, has no backward)
+        self._tx = sg["tensor"].Tensor((size,) + shape, self.dev, sg["tensor"].float32,
+                                       requires_grad=not arch.get("tokens"))
         self._tx.set_value(0.0)
-        self._ty = sg["tensor"].Tensor((size,), self.dev, sg["tensor"].int32)
-        HostIO.put(self._ty, np.zeros(size, dtype=np.int32))
+        # a language model's targets: every position of every sequence, as one column of labels
+        labels = size * (shape[0] if arch.get("language") else 1)
+        self._ty = sg["tensor"].Tensor((labels,), self.dev, sg["tensor"].int32)
+        HostIO.put(self._ty, np.zeros(labels, dtype=np.int32))
         self._loss_sum = sg["tensor"].Tensor((1,), self.dev)
         self._loss_sum.set_value(0.0)
-        translator = layers.Translator(sg, self.dev, size)
+        self._arch = arch
+        self.translator = translator = layers.Translator(sg, self.dev, size)
         steps, out = translator.layers(arch["layers"], shape)
         if list(out) != arch["output"]:
             raise ValueError("{} ends in shape {}".format(arch["name"], list(out)))
         self.optimizer = sg["opt"].SGD(lr=float(self.config["lr"]),
                                        momentum=float(self.config.get("momentum") or 0.0))
-        self.net = sg["Net"](steps, self.optimizer, self._loss_sum)
+        self.net = sg["Net"](steps, self.optimizer, self._loss_sum,
+                             (labels, out[-1]) if arch.get("language") else None)
         # compile() runs the layers' lazy initialisation (their parameters appear here) inside a
         # graph it then discards; training buffers its own graph on the first step.
         self.net.compile([self._tx], is_train=True, use_graph=self.mode() == "graph", sequential=False)
@@ -143,13 +153,17 @@ class Adapter(base.Adapter):
         self._steps = 0
         self.graph_runs = 0
         self.execution["compute_dtypes"] = modes.compute_dtypes(self, sg, arch)
+        used = set(node["op"] for node in modes.nodes(arch["layers"]))
+        if used & set(layers.attention.HOW):
+            self.execution["layers"] = dict((op, layers.attention.HOW[op]) for op in sorted(used)
+                                            if op in layers.attention.HOW)
         return sum(t.size() for _, t in self._params)
 
     def _release(self):
         """Drop the previous model and its graph (a probe builds every model in one process)."""
         if self.dev is not None:
             self.dev.ResetGraph()
-        self.net = self.optimizer = self._forward = None
+        self.net = self.optimizer = self._forward = self.translator = None
         self._params, self._states, self._initial = [], [], []
         gc.collect()
 
@@ -169,9 +183,10 @@ class Adapter(base.Adapter):
 
     def load_data(self):
         arrays = data.load(self.config)
+        # token ids as float32: the embedding compares them with 0..V-1 on the device
         self._arrays = {
-            "x_train": arrays["x_train"], "y_train": arrays["y_train"].astype("int32"),
-            "x_val": arrays["x_val"], "y_val": arrays["y_val"].astype("int32"),
+            "x_train": arrays["x_train"].astype("float32"), "y_train": arrays["y_train"].astype("int32"),
+            "x_val": arrays["x_val"].astype("float32"), "y_val": arrays["y_val"].astype("int32"),
         }
         return len(self._arrays["y_train"]), len(self._arrays["y_val"])
 
@@ -185,9 +200,9 @@ class Adapter(base.Adapter):
         shape = (steps, size) + x.shape[1:]
         if self._x_epoch is None or self._x_epoch.shape != shape:
             self._x_epoch = np.empty(shape, dtype=np.float32)
-            self._y_epoch = np.empty((steps, size), dtype=np.int32)
+            self._y_epoch = np.empty((steps, size) + y.shape[1:], dtype=np.int32)
         np.take(x, index, axis=0, out=self._x_epoch.reshape((-1,) + x.shape[1:]))
-        np.take(y, index, axis=0, out=self._y_epoch.reshape(-1))
+        np.take(y, index, axis=0, out=self._y_epoch.reshape((-1,) + y.shape[1:]))
         return steps
 
     # -- training --------------------------------------------------------------------------
@@ -223,14 +238,25 @@ class Adapter(base.Adapter):
     def forward_shape(self, batch):
         import numpy as np
 
-        size = self.config["image_size"]
-        return self.logits(np.zeros((batch, 3, size, size), dtype=np.float32)).shape
+        if batch != self._tx.shape[0]:
+            # Singa fixes the batch size at build (its handles, the attention models' constants):
+            # build again for this batch rather than pad it to batch_size (gpt2_small's logits at
+            # 32 x 1024 positions are 6.6 GB, its one-hot input as much again)
+            built = self.config["batch_size"]
+            self.config["batch_size"] = batch
+            try:
+                self.build(self._arch)
+            finally:
+                self.config["batch_size"] = built
+        shape = tuple(self._tx.shape[1:])  # (3, H, W) or a language model's (L,)
+        return self.logits(np.zeros((batch,) + shape, dtype=np.float32)).shape
 
     def logits(self, x):
-        """Eval-mode forward of a batch of at most batch_size images; returns numpy logits."""
+        """Eval-mode forward of a batch of at most batch_size images (or token sequences, as
+        float32 ids); returns numpy logits ((n, classes), a language model's (n, L, vocabulary))."""
         import numpy as np
 
-        size, n = self.config["batch_size"], len(x)
+        size, n = self._tx.shape[0], len(x)  # the batch the model was built for
         batch = x if n == size else np.concatenate(
             [x, np.zeros((size - n,) + x.shape[1:], dtype=np.float32)])  # handles fix the batch size
         HostIO.put(self._tx, batch)
@@ -249,12 +275,13 @@ class Adapter(base.Adapter):
         total, correct, size = 0.0, 0, self.config["batch_size"]
         for start in range(0, len(y), size):
             logits = self.logits(x[start:start + size]).astype(np.float64)
-            labels = y[start:start + size]
+            labels = y[start:start + size].reshape(-1)  # a language model's: every position
+            logits = logits.reshape(len(labels), -1)
             top = logits.max(axis=1, keepdims=True)
             log_z = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
             total += float((log_z - logits[np.arange(len(labels)), labels]).sum())
             correct += int((logits.argmax(axis=1) == labels).sum())
-        return total / len(y), correct / len(y)
+        return total / y.size, correct / y.size
 
     def tracer(self):
         from workers.adapters.singa import trace
@@ -287,6 +314,7 @@ def _import():
     _SINGA.update(version=getattr(singa, "__version__", "unknown"), wrap=singa_wrap, tensor=tensor,
                   autograd=autograd, device=device, layer=layer, opt=opt)
     _SINGA.update(layers.classes(autograd, layer, model, singa_wrap))
+    _SINGA.update(layers.attention.operators(autograd, singa_wrap))
     return _SINGA
 
 
@@ -327,6 +355,7 @@ def _recurrent_reason(sg, device):
                 "singa.USE_CUDA and there is no CPU kernel for it; {} either".format(
                     sg["version"], no_embedding))
     # Its cuDNN GRU computes PyTorch's function (PyTorch's GRU is cuDNN's), but nothing feeds it.
-    return ("gru on cuda: singa {}'s cuDNN GRU (layer.CudnnRNN, rnn_mode 'gru') exists, but {}; "
-            "bench does not wire the cuDNN RNN without that (and has never run it: no CUDA build "
-            "of singa was available)".format(sg["version"], no_embedding))
+    return ("gru on cuda: singa {}'s cuDNN GRU (layer.CudnnRNN, rnn_mode 'gru') exists, but {} "
+            "(the attention models write theirs as a one-hot product); bench does not wire the "
+            "cuDNN RNN (and has never run it: no CUDA build of singa was available)".format(
+                sg["version"], no_embedding))

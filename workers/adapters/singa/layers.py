@@ -7,6 +7,7 @@ singa is not imported here: the adapter imports it once (adapter._import) and ha
 
 from workers import models
 from workers.adapters import base
+from workers.adapters.singa import attention
 from workers.adapters.singa.binding import HostIO
 
 
@@ -79,9 +80,10 @@ def classes(autograd, layer, model, wrap):
     class Net(model.Model):
         """The translated layer list as a Model: its train_one_batch is what the graph buffers."""
 
-        def __init__(self, steps, optimizer, loss_sum):
+        def __init__(self, steps, optimizer, loss_sum, flat=None):
             super(Net, self).__init__()
             self.steps, self.optimizer, self.loss_sum = steps, optimizer, loss_sum
+            self.flat = flat  # a language model's (N * L, vocabulary): the loss over every position
 
         def forward(self, x):
             for step in self.steps:
@@ -90,6 +92,8 @@ def classes(autograd, layer, model, wrap):
 
         def train_one_batch(self, x, y):
             out = self.forward(x)
+            if self.flat is not None:
+                out = autograd.reshape(out, self.flat)
             loss = autograd.softmax_cross_entropy(out, y)
             self.optimizer(loss)
             self.loss_sum += loss  # buffered too: the loss never leaves the device per step
@@ -131,18 +135,41 @@ class Translator(object):
 
     def __init__(self, sg, dev, batch_size):
         self.sg, self.dev, self.batch_size = sg, dev, batch_size
-        self.made = []  # (node, layer object, input channels) for initialise()
+        self.made = []  # (node, layer object or attention.Parts, input channels) for initialise()
+        self.by_path = {}  # node path (workers.models.pure's) -> (node, layer object or Parts)
+        self.nodes = attention.Nodes(self)
+        self._path = ""
 
-    def layers(self, layers, shape):
+    def layers(self, layers, shape, path=""):
         steps = []
-        for node in layers:
+        for i, node in enumerate(layers):
+            self._path = "{}{}".format(path, i)
             steps.append(self.step(node, shape))
             shape = models.out_shape(node, shape)
+            self.fits((self.batch_size,) + tuple(shape), "the output of {} node {}".format(
+                node["op"], self._path))
         return steps, shape
+
+    def fits(self, shape, what):
+        """Unsupported where a float32 tensor of this shape passes singa's 2 GiB limit: its Device
+        counts a block's bytes in an int and aborts the process on a larger one (device.cc: "Check
+        failed: size >= 0 ... the size is too large", seen with gpt2_small at 32 x 1024 tokens)."""
+        size = 4
+        for n in shape:
+            size *= int(n)
+        if size > _MAX_BLOCK:
+            raise base.Unsupported(
+                "{} at batch size {} is a float32 tensor {} of {:,} bytes, above the {:,} "
+                "(2 GiB - 1) singa {} can allocate: its Device counts a block's bytes in an int "
+                "and aborts on a larger one (device.cc 'size is too large'); fewer samples "
+                "(or tokens) per batch fit".format(what, self.batch_size, "x".join(str(n) for n in shape), size,
+                              _MAX_BLOCK, self.sg["version"]))
 
     def step(self, node, shape):
         sg, op = self.sg, node["op"]
         ag, layer = sg["autograd"], sg["layer"]
+        if op in attention.OPS:
+            return self.nodes.step(node, shape)
         if op == "conv":
             if node["groups"] != 1:
                 raise base.Unsupported(
@@ -153,7 +180,7 @@ class Translator(object):
                 node["out"], node["kernel"], stride=node["stride"], padding=node["padding"],
                 bias=node["bias"]))
         if op == "dense":
-            return self.keep(node, shape, layer.Linear(node["out"], bias=node["bias"]))
+            return self.dense(node, shape, layer.Linear(node["out"], bias=node["bias"]))
         if op == "bn":
             if abs(node["eps"] - 1e-5) > 1e-12:
                 raise base.Unsupported("batch norm eps {}: singa's CPU kernel fixes it at 1e-5".format(
@@ -182,12 +209,27 @@ class Translator(object):
         raise base.not_supported("layer op", op, "Singa")
 
     def keep(self, node, shape, made):
-        self.made.append((node, made, shape[0]))
+        # a convolution's input channels come first; every other node acts on the last axis
+        channels = shape[0] if node["op"] in ("conv", "patch_embed") else shape[-1]
+        self.made.append((node, made, channels))
+        self.by_path[self._path] = (node, made)
         return made
 
+    def dense(self, node, shape, linear):
+        """layer.Linear on the last axis: an (N, L, D) input as (N * L, D) rows."""
+        self.keep(node, shape, linear)
+        if len(shape) == 1:
+            return linear
+        ag, rows = self.sg["autograd"], self.batch_size
+        for size in shape[:-1]:
+            rows *= size
+        out = (self.batch_size,) + tuple(shape[:-1]) + (node["out"],)
+        return lambda x: ag.reshape(linear(ag.reshape(x, (rows, shape[-1]))), out)
+
     def residual(self, node, shape):
-        body = self.layers(node["body"], shape)[0]
-        shortcut = self.layers(node["shortcut"], shape)[0]
+        path = self._path
+        body = self.layers(node["body"], shape, path + ".body.")[0]
+        shortcut = self.layers(node["shortcut"], shape, path + ".shortcut.")[0]
         ag, post = self.sg["autograd"], node["post"]
 
         def run(x):
@@ -256,21 +298,32 @@ class Translator(object):
         params, states = [], []
         for index, (node, made, in_channels) in enumerate(self.made):
             bn = node["op"] == "bn"
-            names = {"weight": "scale", "bias": "bias"} if bn else {"weight": "W", "bias": "b"}
             fans = None if bn else models.fans(node, in_channels)
-            for rule_name, rule in sorted(models.INIT[node["op"]].items()):
-                tensor = getattr(made, names[rule_name], None)
-                if tensor is None:
-                    continue
-                _apply_rule(tensor, rule, fans)
-                tensor.name = "{}.{}.{}".format(index, node["op"], names[rule_name])
-                params.append((tensor.name, tensor))
-                states.append(tensor)
+            for rule_name, rule in sorted(models.node_init(node).items()):
+                for part, tensor in enumerate(_tensors(made, bn)[rule_name]):
+                    if tensor is None:
+                        continue
+                    _apply_rule(tensor, rule, fans)
+                    tensor.name = "{}.{}.{}.{}".format(index, node["op"], rule_name, part)
+                    params.append((tensor.name, tensor))
+                    states.append(tensor)
             if bn:
                 made.running_mean.set_value(0.0)
                 made.running_var.set_value(1.0)
                 states += [made.running_mean, made.running_var]
         return params, states
+
+
+_MAX_BLOCK = 2 ** 31 - 1
+
+
+def _tensors(made, bn):
+    """{INIT rule name: [tensor or None]} of a translated node."""
+    if isinstance(made, attention.Parts):
+        return made.tensors()
+    if bn:
+        return {"weight": [made.scale], "bias": [made.bias]}
+    return {"weight": [getattr(made, "W", None)], "bias": [getattr(made, "b", None)]}
 
 
 def _apply_rule(tensor, rule, fans):

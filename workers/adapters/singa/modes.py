@@ -59,21 +59,22 @@ def compute_dtypes(adapter, sg, arch):
     names = {sg["tensor"].float32: "float32"}
     dtype = names.get(adapter._tx.dtype, str(adapter._tx.dtype))
     types = set([dtype] + [names.get(t.dtype, str(t.dtype)) for _, t in adapter._params])
-    kinds = set(node["op"] for node in _nodes(arch["layers"]))
+    kinds = set(node["op"] for node in nodes(arch["layers"]))
     out = {}
     if "conv" in kinds:
         out["conv"] = "/".join(sorted(types))
-    if "dense" in kinds:
+    if kinds & set(["dense", "attention", "embedding", "tied_output"]):
         out["matmul"] = "/".join(sorted(types))
     return out
 
 
-def _nodes(layers):
+def nodes(layers):
+    """Every node of a layer list, those inside residuals and concatenations included."""
     for node in layers:
         yield node
         for key in ("body", "shortcut"):
-            for inner in _nodes(node.get(key) or []):
+            for inner in nodes(node.get(key) or []):
                 yield inner
         for branch in node.get("branches") or []:
-            for inner in _nodes(branch):
+            for inner in nodes(branch):
                 yield inner
