@@ -112,3 +112,18 @@ def test_the_run_records_how_attention_is_written(driven):
     layers = driven("how")["layers"]
     assert "scaled_dot_product_attention" in layers["attention"] and layers["layernorm"] == "nn.LayerNorm"
     assert models.GPT["gpt_tiny"][0] == 512
+
+
+def test_bench_models_holds_a_language_model_to_its_own_output_shape(pytorch_python):
+    """A language model's output is [batch, L, vocabulary], not [batch, classes]: the table says
+    identical for it when the count is the reference's."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import cli
+
+    result = CliRunner().invoke(
+        cli, ["models", "--framework", "pytorch", "--model", "gpt_tiny", "--image-size", "32"]
+    )
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if line.startswith("gpt_tiny "))
+    assert line.split() == ["gpt_tiny", "141,056", "141,056", "yes"]

@@ -19,10 +19,13 @@ PROBE_TIMEOUT = 600.0
 def probe_one(
     framework: str, model: str, classes: int, image_size: int, env_root: str | None, workdir: Path
 ) -> dict[str, Any]:
+    arch = models.build_arch(model, classes, image_size)
     row: dict[str, Any] = {
         "framework": framework,
         "model": model,
-        "reference": models.infer(models.build_arch(model, classes, image_size))["parameters"],
+        "reference": models.infer(arch)["parameters"],
+        # a batch of 2: [2, classes], or a language model's next token at every position [2, L, vocab]
+        "expected_output": [2, *arch["output"]],
     }
     python, where = envs.python_for(framework, env_root)
     if python is None:
