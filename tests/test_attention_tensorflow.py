@@ -43,7 +43,13 @@ DRIVER = textwrap.dedent(
         a, _ = adapter(model="gpt_tiny", sequence_length=8)
         count = a.build_model()
         tables = [v for v in a.model.trainable_variables if tuple(v.shape) == (512, 64)]
-        return {"info": a.execution_info(), "parameters": count, "tables": len(tables)}
+        attention = a.layer_paths["3.body.1"]  # the first block's MultiHeadAttention
+        kernels = [d.kernel.numpy().reshape(64, 64) for d in transformer.projections(attention)]
+        return {"info": a.execution_info(), "parameters": count, "tables": len(tables),
+                "kernels_alike": [bool(np.array_equal(kernels[i], kernels[j]))
+                                  for i in range(4) for j in range(i + 1, 4)],
+                "kernels_max": [float(np.abs(k).max()) for k in kernels],
+                "kernels_std": [float(k.std()) for k in kernels]}
 
     def check_modes(name, over):
         # Every mode with fp32 and bf16: two training steps, the evaluation, one inference step.
@@ -147,3 +153,13 @@ def test_every_mode_and_bf16_run(driven, case, output, mode, precision):
     assert math.isfinite(loss) and loss > 0 and math.isfinite(val_loss) and 0.0 <= accuracy <= 1.0, got
     want = "bfloat16" if precision == "bf16" else "float32"
     assert got["compute_dtypes"]["matmul"] == want, got
+
+
+def test_each_attention_projection_draws_its_own_glorot_uniform(driven):
+    """MultiHeadAttention clones one seeded initializer for all four projections; the adapter
+    draws each again from its own seed (query, key and value alike would be a different model)."""
+    got = driven("how")
+    bound = math.sqrt(6 / (64 + 64))
+    assert not any(got["kernels_alike"]), got
+    assert all(bound * 0.9 < m <= bound for m in got["kernels_max"]), got
+    assert all(s == pytest.approx(bound / math.sqrt(3), rel=0.05) for s in got["kernels_std"]), got

@@ -85,14 +85,14 @@ def _attention(builder, node, x, shape, path):
         heads, dim // heads, use_bias=True, kernel_initializer="zeros",
         bias_initializer=builder.initializer("attention", "bias", None))
     out = layer(x, x, use_causal_mask=node["causal"])
-    for dense in _projections(layer):
+    for dense in projections(layer):
         init = keras.initializers.RandomUniform(-bound, bound, seed=builder.next_seed())
         dense.kernel.assign(init(tuple(dense.kernel.shape), dtype=dense.kernel.dtype))
     builder.paths[path] = layer
     return out
 
 
-def _projections(layer):
+def projections(layer):
     return layer.query_dense, layer.key_dense, layer.value_dense, layer.output_dense
 
 
@@ -205,7 +205,7 @@ def _load_attention(layer, p):
     """Each (D, D) projection W (y = x W^T) as Keras's kernels: query, key and value (D, heads,
     D/heads) = W^T split by output column, head by head; output (heads, D/heads, D) = W^T split
     by input row."""
-    query, key, value, output = _projections(layer)
+    query, key, value, output = projections(layer)
     heads, width = query.kernel.shape[1], query.kernel.shape[2]
     for dense, name in ((query, "q"), (key, "k"), (value, "v")):
         dense.kernel.assign(p[name + "_weight"].T.reshape(-1, heads, width))
