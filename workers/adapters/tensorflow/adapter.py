@@ -7,8 +7,9 @@ traced in build(), fed with batches that prepare_epoch() has already turned into
 loss is summed into a ``tf.Variable`` inside the graph, never read per step (the graph still
 returns it: see _make_functions). The same step runs eagerly or compiled by XLA in the other
 modes, and in Keras's mixed precision (modes.py). Images are kept
-channels-last (NHWC), the layout TensorFlow's CPU kernels use; a recurrent model reads its
-(N, L) int64 token ids as they are.
+channels-last (NHWC), the layout TensorFlow's CPU kernels use; a token model (the GRU, a GPT)
+reads its (N, L) int64 token ids as they are, and a language model's targets are (N, L): the
+next token at every position (transformer.py has the attention models' layers).
 """
 
 import os
