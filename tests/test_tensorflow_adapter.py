@@ -24,9 +24,6 @@ from tests import torch_gru
 from tests.drivers import checked, drive, framework_python, run_driver
 from workers import models
 
-# The convolutional models; the attention models (issue 25) are not translated for this framework yet.
-CNN_MODELS = [m for m in models.MODELS if m not in models.ATTENTION]
-
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -81,7 +78,7 @@ DRIVER = textwrap.dedent(
     def check_models():
         a, _ = adapter(batch_size=2, image_size=64)
         out = {}
-        for name in [m for m in models.MODELS if m not in models.ATTENTION]:
+        for name in models.MODELS:
             arch = models.build_arch(name, 1000, 64)
             count = a.build(arch)  # releases the previous model first
             shape = list(a.forward_shape(2))
@@ -272,9 +269,11 @@ name: tensorflow-models
 settings: {min_time: 0, min_steps: 1,
            dataset_size: 20, batch_size: 4, epochs: 1, warmup_steps: 1, image_size: 64, classes: 3,
            threads: 1, timeout: 600}
-axes: {framework: [tensorflow], model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet]}
+axes: {framework: [tensorflow], model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet,
+                                        vit_b16, vit_tiny]}
 include:
   - {framework: tensorflow, model: gru, classes: 2}
+  - {framework: tensorflow, model: gpt_tiny, sequence_length: 16}
 """
 
 
@@ -334,7 +333,7 @@ def test_module_imports_without_tensorflow():
     assert proc.returncode == 0 and proc.stdout.strip() == "tensorflow", proc.stderr
 
 
-@pytest.mark.parametrize("name", CNN_MODELS)
+@pytest.mark.parametrize("name", models.MODELS)
 def test_keras_parameter_count_equals_infer(driven, name):
     got = driven("models")[name]
     assert got["keras"] == got["infer"]
@@ -426,7 +425,7 @@ def test_the_orchestrator_never_imported_tensorflow(sweep):
     assert "tensorflow" not in sys.modules and "keras" not in sys.modules
 
 
-@pytest.mark.parametrize("name", CNN_MODELS)
+@pytest.mark.parametrize("name", models.MODELS)
 def test_every_model_runs_in_the_harness(sweep, name):
     rows, epochs, _ = sweep
     row = next(r for r in rows if r["model"] == name and r["image_size"] == 64)
@@ -457,3 +456,15 @@ def test_reports_list_the_runs(sweep):
     _, _, (table, crashes) = sweep
     assert table.exit_code == 0 and table.output.count("tensorflow") >= 5, table.output
     assert crashes.exit_code == 0, crashes.output
+
+
+def test_the_language_model_runs_in_the_harness(sweep):
+    rows, epochs, _ = sweep
+    row = next(r for r in rows if r["model"] == "gpt_tiny")
+    assert row["outcome"] == "ok", row["reason"] or row["stderr_tail"]
+    assert row["sequence_length"] == 16 and row["steps_per_epoch"] == 16 // 4
+    arch = models.build_arch("gpt_tiny", 3, 64, sequence_length=16)
+    assert row["parameter_count"] == models.infer(arch)["parameters"]
+    assert row["tokens_per_second"] == pytest.approx(row["images_per_second"] * 16)
+    assert 0.0 <= row["final_val_accuracy"] <= 1.0
+    assert [e["epoch"] for e in epochs if e["run_id"] == row["id"]] == [1]

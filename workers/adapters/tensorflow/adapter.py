@@ -7,8 +7,9 @@ traced in build(), fed with batches that prepare_epoch() has already turned into
 loss is summed into a ``tf.Variable`` inside the graph, never read per step (the graph still
 returns it: see _make_functions). The same step runs eagerly or compiled by XLA in the other
 modes, and in Keras's mixed precision (modes.py). Images are kept
-channels-last (NHWC), the layout TensorFlow's CPU kernels use; a recurrent model reads its
-(N, L) int64 token ids as they are.
+channels-last (NHWC), the layout TensorFlow's CPU kernels use; a token model (the GRU, a GPT)
+reads its (N, L) int64 token ids as they are, and a language model's targets are (N, L): the
+next token at every position (transformer.py has the attention models' layers).
 """
 
 import os
@@ -16,7 +17,7 @@ import platform
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.tensorflow import layers, modes
+from workers.adapters.tensorflow import layers, modes, transformer
 
 
 
@@ -31,6 +32,7 @@ class Adapter(base.Adapter):
         self.device = None  # "/CPU:0" or "/GPU:0"
         self.gpu = False
         self.model = None
+        self.layer_paths = {}  # {node path: Keras layer} of the built model (transformer.load_canonical)
         self._input = None  # the built model's input shape, as workers.models gives it
         self.optimizer = None
         self._initial = None  # numpy copies of every model variable (weights, BN stats, dropout seeds)
@@ -105,8 +107,10 @@ class Adapter(base.Adapter):
             built = []
 
             def make():
-                model, shape = layers.Builder(keras, self.config["seed"]).model(arch)
+                builder = layers.Builder(keras, self.config["seed"])
+                model, shape = builder.model(arch)
                 built.append(shape)
+                self.layer_paths = builder.paths
                 return model
 
             model = modes.build_model(keras, self.precision(), make)
@@ -120,6 +124,9 @@ class Adapter(base.Adapter):
         self._initial = [v.numpy() for v in model.variables]
         self._optimizer_initial = [v.numpy() for v in self.optimizer.variables]
         self._steps = 0
+        written = sorted({op for op in transformer.HOW if _uses(arch["layers"], op)})
+        if written:  # the attention models: how their nodes are written (docs/frameworks/tensorflow.md)
+            self.execution["layers"] = {op: transformer.HOW[op] for op in written}
         self._make_functions(arch)
         return sum(_size(v.shape) for v in model.trainable_weights)
 
@@ -177,19 +184,21 @@ class Adapter(base.Adapter):
             # (ResNet50) slower per step on CPU in TensorFlow 2.21 (docs/performance.md).
             return loss
 
-        def evaluate(x, y):
+        def evaluate(x, y):  # a language model's (N, L, V) logits: every position counts
             logits = tf.cast(model(x, training=False), tf.float32)
-            hits = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int64), y)
+            hits = tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int64), y)
             return tf.reduce_sum(xent(labels=y, logits=logits)), tf.reduce_sum(tf.cast(hits, tf.int64))
 
         # Inference (task: inference): the forward alone, evaluation mode, no tape.
         def infer(x):
             return model(x, training=False)
 
-        labels, device = tf.TensorSpec((batch,), tf.int64), self.device
+        # A language model's targets are the next token at every position: (N, L).
+        positions = tuple(arch["output"][:-1]) if arch.get("language") else ()
+        labels, device = tf.TensorSpec((batch,) + positions, tf.int64), self.device
         train = modes.wrap(tf, mode, train, [_input_spec(tf, arch["input"], batch), labels], device)
         evaluate = modes.wrap(tf, mode, evaluate, [_input_spec(tf, arch["input"], None),
-                                                   tf.TensorSpec((None,), tf.int64)], device)
+                                                   tf.TensorSpec((None,) + positions, tf.int64)], device)
         infer = modes.wrap(tf, mode, infer, [_input_spec(tf, arch["input"], batch)], device)
         concrete = None
         if mode != "eager":
@@ -271,7 +280,8 @@ class Adapter(base.Adapter):
             loss, hits = self._eval_fn(self._x_val[start:start + size], self._y_val[start:start + size])
             total += float(loss.numpy())
             correct += int(hits.numpy())
-        return total / n, correct / n
+        count = _size(self._y_val.shape)  # a language model's: every position of every sequence
+        return total / count, correct / count
 
     def tracer(self):
         from workers.adapters.tensorflow import trace
@@ -346,8 +356,9 @@ def _settings(tf, gpu, model, mode):
         "execution": _EXECUTION[mode],
         "data_format": "channels_last (NHWC)",
     }
-    if model in models.RECURRENT:
+    if model in models.TOKEN_MODELS:
         settings["data_format"] = "token ids (N, L) int64"
+    if model in models.RECURRENT:
         # Keras's GRU takes cuDNN's fused kernel only where a GPU is visible (backend.gru raises
         # NotImplementedError otherwise) and else loops its GRUCell in a tf.while_loop.
         settings["gru_implementation"] = "cudnn (CudnnRNNV3)" if gpu else "GRUCell in a tf.while_loop"
@@ -364,6 +375,13 @@ def _input_spec(tf, shape, batch):
         return tf.TensorSpec((batch,) + tuple(shape), tf.int64)
     c, h, w = shape
     return tf.TensorSpec((batch, h, w, c), tf.float32)
+
+
+def _uses(nodes, op):
+    for node in nodes:
+        if node["op"] == op or any(_uses(node.get(k) or [], op) for k in ("body", "shortcut")):
+            return True
+    return False
 
 
 def _channels_last(np, x):

@@ -7,6 +7,7 @@ layers Keras lacks are made on first use.
 
 from workers import models
 from workers.adapters import base
+from workers.adapters.tensorflow import transformer
 
 _LAYERS = {}  # the custom Keras layer classes, made once keras is imported
 _SEED_STRIDE = 100003  # per-layer initialiser and dropout seeds: seed * stride + layer number
@@ -23,8 +24,12 @@ class Builder(object):
         self.layers = keras.layers
         self.seed = seed
         self.count = 0
+        self.paths = {}  # {node path (workers.models.pure's): the Keras layer holding its parameters}
+        self.tables = []  # the Embedding layers made so far, the one a tied_output reads
+        self.tied = False
 
     def model(self, arch):
+        self.tied = transformer.uses_tied_output(arch["layers"])
         if arch["tokens"]:
             inputs = self.keras.Input(shape=tuple(arch["input"]), dtype="int64", name="tokens")
         else:
@@ -33,9 +38,9 @@ class Builder(object):
         outputs, shape = self.walk(arch["layers"], inputs, tuple(arch["input"]))
         return self.keras.Model(inputs, outputs, name=arch["name"]), shape
 
-    def walk(self, layers, x, shape):
-        for node in layers:
-            x = self.node(node, x, shape)
+    def walk(self, layers, x, shape, path=""):
+        for i, node in enumerate(layers):
+            x = self.node(node, x, shape, "{}{}".format(path, i))
             shape = models.out_shape(node, shape)
         return x, shape
 
@@ -55,15 +60,19 @@ class Builder(object):
             return init.RandomUniform(-scale, scale, seed=self.next_seed())
         raise ValueError("unknown INIT distribution {!r}".format(rule["distribution"]))
 
-    def node(self, node, x, shape):
+    def node(self, node, x, shape, path):
         op, layers = node["op"], self.layers
+        if op in transformer.OPS:
+            return transformer.node(self, node, x, shape, path)
         if op == "conv":
             return self.conv(node, x, shape)
-        if op == "dense":
-            fans = models.fans(node, shape[0])
-            return layers.Dense(node["out"], use_bias=node["bias"],
-                                kernel_initializer=self.initializer(op, "weight", fans),
-                                bias_initializer=self.initializer(op, "bias", fans))(x)
+        if op == "dense":  # on the last axis: a flat (C,) input or each position of an (L, D) one
+            fans = models.fans(node, shape[-1])
+            layer = layers.Dense(node["out"], use_bias=node["bias"],
+                                 kernel_initializer=self.initializer(op, "weight", fans),
+                                 bias_initializer=self.initializer(op, "bias", fans))
+            self.paths[path] = layer
+            return layer(x)
         if op == "bn":
             return layers.BatchNormalization(
                 axis=-1, momentum=1.0 - node["momentum"], epsilon=node["eps"],
@@ -83,15 +92,16 @@ class Builder(object):
         if op == "dropout":
             return layers.Dropout(node["p"], seed=self.next_seed())(x)
         if op == "residual":
-            body = self.walk(node["body"], x, shape)[0]
-            shortcut = self.walk(node["shortcut"], x, shape)[0] if node["shortcut"] else x
+            body = self.walk(node["body"], x, shape, path + ".body.")[0]
+            shortcut = self.walk(node["shortcut"], x, shape, path + ".shortcut.")[0] if node["shortcut"] else x
             out = layers.Add()([body, shortcut])
             return layers.ReLU()(out) if node["post"] == "relu" else out
         if op == "concat":  # channels-last: channels are the last axis
             return layers.Concatenate(axis=-1)([self.walk(b, x, shape)[0] for b in node["branches"]])
         if op == "embedding":
-            init = self.initializer(op, "weight", models.fans(node, shape[-1]))
-            return layers.Embedding(node["vocab"], node["dim"], embeddings_initializer=init)(x)
+            layer = transformer.embedding(self, node, shape)
+            self.paths[path] = layer
+            return layer(x)
         if op == "gru":
             return self.gru(node, x, shape)
         raise base.not_supported("layer op", op, "TensorFlow")

@@ -121,7 +121,7 @@ def compute_dtypes(model, concrete):
     else:
         for layer in _layers(model):
             name = type(layer).__name__
-            kind = "conv" if "Conv" in name else "matmul" if name in ("Dense", "EinsumDense") else None
+            kind = "conv" if "Conv" in name else "matmul" if name in ("Dense", "EinsumDense", "MultiHeadAttention") else None
             if kind:
                 found[kind].add(str(layer.compute_dtype))
         source = "the Keras layers' compute_dtype"
