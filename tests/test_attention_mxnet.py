@@ -51,8 +51,17 @@ DRIVER = textwrap.dedent(
         a, _ = adapter(model="gpt_tiny", sequence_length=8)
         count = a.build_model()
         embedding, output = a.blocks["0"], a.net[len(a.net) - 1]
+        # One training step's gradient on the table (hybridized): rows of tokens absent from the
+        # input get theirs through the output alone; rows of present tokens from both uses.
+        mx = a.mx
+        x = mx.nd.array(np.arange(16).reshape(2, 8) % 10)
+        with mx.autograd.record():
+            loss = a.loss_fn(a.net(x), mx.nd.array(np.ones((2, 8))))
+        loss.backward()
+        grad = np.abs(embedding.weight.grad().asnumpy()).sum(axis=1)
         return {"same_parameter": output.weight is embedding.weight, "count": count,
-                "parameters": len(list(a.net.collect_params().keys())), "execution": a.execution_info()}
+                "parameters": len(list(a.net.collect_params().keys())), "execution": a.execution_info(),
+                "hybridized": bool(a.net._active), "absent_rows_with_gradient": int((grad[10:] > 0).sum())}
 
     def check_modes(name, mode, precision, task):
         sizes = attention_checks.SIZES[name]
@@ -141,6 +150,8 @@ def test_the_output_shares_the_embeddings_one_parameter(driven):
     # 2 layer norms x 2 blocks + final (2 each), attention 4 each, MLP 4 each, embedding, positions
     assert got["parameters"] == 2 * (4 + 4 + 4) + 2 + 2
     assert got["count"] == 141_056  # models.infer's: the table counted once
+    # the output's use reaches the one table: every row of the 512-token vocabulary not in the input
+    assert got["hybridized"] and got["absent_rows_with_gradient"] == 512 - 10
 
 
 def test_the_run_records_how_attention_is_written(driven):
