@@ -37,7 +37,7 @@ KNOWN_LIMITS = {
 }
 # The attention models (issue 25) are translated for these frameworks so far; the other adapters
 # refuse their first new layer by name until their translation lands.
-TRANSLATED = ("pytorch", "paddle", "singa", "tensorflow")
+TRANSLATED = ("pytorch", "paddle", "singa", "tensorflow", "mxnet")
 KNOWN_LIMITS.update(
     {
         (f, m): ("unsupported", "is not supported by the")

@@ -26,9 +26,6 @@ from tests.drivers import checked, drive, framework_python, run_driver
 from tests.test_tensorflow_adapter import CROSS, TORCH_SIDE
 from workers import models
 
-# The convolutional models; the attention models (issue 25) are not translated for this framework yet.
-CNN_MODELS = [m for m in models.MODELS if m not in models.ATTENTION]
-
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,7 +43,7 @@ DRIVER = textwrap.dedent(
     def check_models():
         a, _ = adapter(image_size=64)
         out = {}
-        for name in [m for m in models.MODELS if m not in models.ATTENTION]:
+        for name in models.MODELS:
             arch = models.build_arch(name, 1000, 64)
             out[name] = {"mxnet": a.build(arch), "infer": models.infer(arch)["parameters"],
                          "shape": list(a.forward_shape(2))}
@@ -192,12 +189,14 @@ settings: {min_time: 0, min_steps: 1,
            timeout: 600}
 axes:
   framework: [mxnet]
-  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet]
+  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet, vit_b16, vit_tiny]
 include:
   - {framework: mxnet, model: small_cnn, image_size: 32, threads: 1, optimizer: rmsprop, lr: 0.001,
      repeats: 2}
   - {framework: mxnet, model: small_cnn, device: cuda}
   - {framework: mxnet, model: gru, classes: 2}
+  - {framework: mxnet, model: gpt_tiny, sequence_length: 16}
+  - {framework: mxnet, model: gpt2_small, sequence_length: 8, dataset_size: 8, batch_size: 2}
 """
 
 
@@ -255,7 +254,7 @@ def test_module_imports_without_mxnet():
     assert proc.returncode == 0 and proc.stdout.strip() == "mxnet", proc.stderr
 
 
-@pytest.mark.parametrize("name", CNN_MODELS)
+@pytest.mark.parametrize("name", models.MODELS)
 def test_mxnet_parameter_count_equals_infer(driven, name):
     got = driven("models")[name]
     assert got["mxnet"] == got["infer"]
@@ -347,7 +346,7 @@ def test_the_orchestrator_never_imported_mxnet(sweep):
     assert "mxnet" not in sys.modules
 
 
-@pytest.mark.parametrize("name", CNN_MODELS)
+@pytest.mark.parametrize("name", models.MODELS)
 def test_every_model_runs_through_the_harness(sweep, name):
     rows, epochs, _, _ = sweep
     row = next(r for r in rows if r["model"] == name and r["image_size"] == 64 and r["device"] == "cpu")
@@ -379,6 +378,18 @@ def test_the_gru_runs_through_the_harness(sweep):
     assert [e["epoch"] for e in epochs if e["run_id"] == row["id"]] == [1]
 
 
+@pytest.mark.parametrize("name, length", [("gpt_tiny", 16), ("gpt2_small", 8)])
+def test_the_language_models_run_through_the_harness(sweep, name, length):
+    rows, epochs, _, _ = sweep
+    row = next(r for r in rows if r["model"] == name)
+    assert row["outcome"] == "ok", row["reason"] or row["stderr_tail"]
+    # gpt2_small: 124,439,808, the output tied to the token embedding (counted once)
+    arch = models.build_arch(name, 3, 64, sequence_length=length)
+    assert row["parameter_count"] == models.infer(arch)["parameters"]
+    assert row["tokens_per_second"] == pytest.approx(row["images_per_second"] * length)
+    assert [e["epoch"] for e in epochs if e["run_id"] == row["id"]] == [1]
+
+
 def test_cuda_through_the_harness_is_unavailable(sweep):
     rows, _, _, crashes = sweep
     row = next(r for r in rows if r["device"] == "cuda")
@@ -388,6 +399,6 @@ def test_cuda_through_the_harness_is_unavailable(sweep):
 
 def test_report_lists_every_run(sweep):
     rows, _, report, _ = sweep
-    assert len(rows) == 9
-    for name in [m for m in models.ALL_MODELS if m not in models.ATTENTION]:
+    assert len(rows) == 13
+    for name in models.ALL_MODELS:
         assert name in report

@@ -3,10 +3,11 @@
 mxnet is imported in setup() only, so this module imports anywhere. The default (mode graph) is
 the path Gluon's users take for speed: a HybridSequential hybridized with static_alloc and
 static_shape (one cached graph per forward, memory planned once), SoftmaxCrossEntropyLoss on
-a per-sample vector and Trainer.step(batch_size). Mode eager is the same blocks not hybridized
+a per-sample vector (a language model's: each sequence's mean over its positions, the next token at
+every one) and Trainer.step(batch_size). Mode eager is the same blocks not hybridized
 (imperative Gluon); mode compiled and the precisions are in modes.py. MXNet's engine is
 asynchronous: train_step only queues work (the loss is summed on the engine, never read back per
-step) and synchronize() is mx.nd.waitall(). A recurrent model's token ids are fed as float32, as Gluon's
+step) and synchronize() is mx.nd.waitall(). A token model's ids are fed as float32, as Gluon's
 Embedding takes them (exact: the vocabulary is far below 2**24).
 """
 
@@ -17,7 +18,7 @@ import sys
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.mxnet import layers, modes
+from workers.adapters.mxnet import attention, layers, modes
 
 
 class Adapter(base.Adapter):
@@ -32,6 +33,7 @@ class Adapter(base.Adapter):
         self.ctx = None
         self.gpu = False
         self.net = None
+        self.blocks = {}  # {workers.models.pure node path: block}, for attention.load_canonical
         self._input = None
         self.trainer = None
         self.loss_fn = None
@@ -104,12 +106,17 @@ class Adapter(base.Adapter):
         # parameter count) are known now, without a forward pass. Zero is a cheap placeholder.
         net.initialize(mx.init.Zero(), ctx=self.ctx)
         mx.random.seed(self.config["seed"])  # initial weights independent of what ran before
-        for node, block, channels in translator.made:
-            layers.initialise(mx, node, block, channels)
+        for node, targets, channels in translator.made:
+            layers.initialise(mx, node, targets, channels)
+        self.blocks = translator.blocks
+        # One entry per Parameter: a tied output's weight is the embedding's, listed (and counted) once.
         params = list(net.collect_params().values())
         self._initial = [(p, p.data().copy()) for p in params]
         self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
         self.net, self._input = net, tuple(arch["input"])
+        written = sorted(op for op in attention.HOW if attention.uses(arch["layers"], op))
+        if written:  # the attention models: how their nodes are written (docs/frameworks/mxnet.md)
+            self.execution["layers"] = dict((op, attention.HOW[op]) for op in written)
         modes.prepare(self, net, self.loss_fn)
         self.trainer = self._make_trainer()
         self._loss_sum = mx.nd.zeros((1,), ctx=self.ctx)
@@ -248,8 +255,11 @@ class Adapter(base.Adapter):
             if rows < len(y):
                 logits, loss, y = logits[:rows], loss[:rows], y[:rows]
             total += loss.astype("float64").sum()
-            correct += (mx.nd.argmax(logits.astype("float32"), axis=1) == y).sum().astype("float64")
-        return total.asscalar() / n, correct.asscalar() / n
+            correct += (mx.nd.argmax(logits.astype("float32"), axis=-1) == y).sum().astype("float64")
+        # The loss is per sample already (a language model's: the mean over its positions); the
+        # accuracy is over every position of every sequence.
+        positions = self._val[0][1][0].size
+        return total.asscalar() / n, correct.asscalar() / (n * positions)
 
     def tracer(self):
         from workers.adapters.mxnet import trace
@@ -306,6 +316,8 @@ def _settings(mx, model):
         "blas": sorted(k for k in features.keys() if k.startswith("BLAS_") and features.is_enabled(k)),
         "engine": os.environ.get("MXNET_ENGINE_TYPE") or "ThreadedEnginePerDevice",
     }
+    if model in models.LANGUAGE:
+        settings["token_dtype"] = "float32"
     if model in models.RECURRENT:
         rnn = os.environ.get("MXNET_USE_MKLDNN_RNN")
         settings.update(MXNET_USE_MKLDNN_RNN=rnn, token_dtype="float32",

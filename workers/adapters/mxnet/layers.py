@@ -7,6 +7,7 @@ deferred: shapes and parameter counts are known without a forward pass.
 
 from workers import models
 from workers.adapters import base
+from workers.adapters.mxnet import attention
 
 _BLOCKS = {}  # the HybridBlock classes made once mxnet is imported
 
@@ -16,39 +17,62 @@ class Translator(object):
 
     def __init__(self, mx):
         self.mx = mx
-        self.made = []  # (node, block, in_channels) of every layer with parameters: for initialise()
+        # (node, [(INIT rule name, Parameter)], input channels) of every layer with parameters:
+        # for initialise()
+        self.made = []
+        self.blocks = {}  # {node path (workers.models.pure's): block}, for load_canonical
+        self.tables = []  # the nn.Embedding blocks made so far: the one a tied_output shares
 
-    def sequential(self, layers, shape):
+    def sequential(self, layers, shape, path=""):
         """A HybridSequential for a layer list, and its output shape."""
         seq = self.mx.gluon.nn.HybridSequential()
-        for node in layers:
-            for block in self._blocks(node, shape):
+        for i, node in enumerate(layers):
+            key = "{}{}".format(path, i)
+            made = self._blocks(node, shape, key)
+            if len(made) == 1:
+                self.blocks[key] = made[0]
+            for block in made:
                 seq.add(block)
             shape = models.out_shape(node, shape)
         return seq, shape
 
-    def _blocks(self, node, shape):
+    def _blocks(self, node, shape, key):
         """The Gluon blocks of one node (every layer told its input size: no deferred init)."""
         nn, op = self.mx.gluon.nn, node["op"]
+        if op in attention.OPS:
+            return [attention.block(self, node, shape)]
         if op == "conv":
             block = nn.Conv2D(node["out"], node["kernel"], node["stride"], node["padding"],
                               groups=node["groups"], use_bias=node["bias"], in_channels=shape[0])
-        elif op == "dense":
-            block = nn.Dense(node["out"], use_bias=node["bias"], in_units=shape[0])
+        elif op == "dense":  # on the last axis: each position of an (L, D) input
+            block = nn.Dense(node["out"], use_bias=node["bias"], in_units=shape[-1], flatten=len(shape) == 1)
         elif op == "bn":
             # MXNet's momentum weighs the running value, PyTorch's the new batch statistic.
             block = nn.BatchNorm(axis=1, momentum=1.0 - node["momentum"], epsilon=node["eps"],
                                  in_channels=shape[0])
         elif op == "embedding":
             block = nn.Embedding(node["vocab"], node["dim"])
+            self.tables.append(block)
         elif op == "gru":
             # Gates r, z, n and two biases per gate, as PyTorch's (both follow cuDNN).
             gru = self.mx.gluon.rnn.GRU(node["hidden"], layout="NTC", input_size=shape[-1])
-            self.made.append((node, gru, shape[-1]))
+            # l0_i2h_weight, l0_h2h_weight, l0_i2h_bias, l0_h2h_bias
+            targets = [("weight" if name.endswith("weight") else "bias", param)
+                       for name, param in gru.collect_params().items()]
+            self.made.append((node, targets, shape[-1]))
             return [block_classes(self.mx)["LastState"](gru)]
+        elif op == "residual":
+            body = self.sequential(node["body"], shape, key + ".body.")[0]
+            shortcut = self.sequential(node["shortcut"], shape, key + ".shortcut.")[0] if node["shortcut"] else None
+            return [block_classes(self.mx)["Residual"](body, shortcut, node["post"] == "relu")]
         else:
             return self._stateless(nn, node, shape)
-        self.made.append((node, block, shape[0]))
+        if op == "bn":
+            targets = [("weight", block.gamma), ("bias", block.beta),
+                       ("running_mean", block.running_mean), ("running_var", block.running_var)]
+        else:
+            targets = [("weight", block.weight), ("bias", getattr(block, "bias", None))]
+        self.made.append((node, targets, shape[-1] if op in ("dense", "embedding") else shape[0]))
         return [block]
 
     def _stateless(self, nn, node, shape):
@@ -69,10 +93,6 @@ class Translator(object):
             return [nn.Flatten()]
         if op == "dropout":
             return [nn.Dropout(node["p"])]
-        if op == "residual":
-            body = self.sequential(node["body"], shape)[0]
-            shortcut = self.sequential(node["shortcut"], shape)[0] if node["shortcut"] else None
-            return [block_classes(self.mx)["Residual"](body, shortcut, node["post"] == "relu")]
         if op == "concat":
             branches = [self.sequential(branch, shape)[0] for branch in node["branches"]]
             return [block_classes(self.mx)["Concat"](branches)]
@@ -83,22 +103,16 @@ def _relu6(F, x):
     return F.clip(x, 0.0, 6.0)
 
 
-def initialise(mx, node, block, channels):
-    """Apply models.INIT to a conv, dense, bn, embedding or gru block, drawing from MXNet's seeded
-    generator."""
-    op = node["op"]
-    if op == "bn":
-        targets = [("weight", block.gamma), ("bias", block.beta)]
-        block.running_mean.data()[:] = 0.0
-        block.running_var.data()[:] = 1.0
-    elif op == "gru":  # l0_i2h_weight, l0_h2h_weight, l0_i2h_bias, l0_h2h_bias
-        targets = [("weight" if key.endswith("weight") else "bias", param)
-                   for key, param in block.collect_params().items()]
-    else:
-        targets = [("weight", block.weight), ("bias", getattr(block, "bias", None))]
+def initialise(mx, node, targets, channels):
+    """Apply models.INIT (the node's rules: models.node_init) to a block's parameters, drawing from
+    MXNet's seeded generator. ``targets``: [(rule name, Parameter or None)]."""
+    rules = models.node_init(node)
+    if node["op"] == "bn":  # and the running statistics: mean 0, variance 1
+        rules = dict(rules, running_mean={"distribution": "constant", "value": 0.0},
+                     running_var={"distribution": "constant", "value": 1.0})
     for name, param in targets:
-        rule = models.INIT[op].get(name)
-        if param is None or rule is None:  # a conv or dense without bias; an embedding
+        rule = rules.get(name)
+        if param is None or rule is None:  # a conv or dense without bias
             continue
         array = param.data()
         if rule["distribution"] == "constant":
