@@ -112,6 +112,9 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Batched GEMM: cuBLAS's batched kernels, and the batched matrix-product operators.
     _rule(BATCHED_GEMM, r"gemm\w*batched|batched\w*gemm|gemv\w*batched|strided_?batched"),
     _rule(BATCHED_GEMM, r"\bb(add)?bmm\b|^aten::_?bmm|BmmBackward|BatchMatMul|batch_?matmul|batch_dot"),
+    # MXNet's self-attention operators (and oneDNN's fusion of them): scores and weighted sums,
+    # one matrix product per head; not fused attention (the softmax runs apart).
+    _rule(BATCHED_GEMM, r"interleaved_matmul_selfatt|_sg_mkldnn_selfatt"),
     # GEMM: cuBLAS/cuBLASLt/CUTLASS kernels, GEMV, and every framework's matrix product.
     _rule(GEMM, r"gemm|gemv|nvjet|splitKreduce|cutlass|matmul|FullyConnected|\bdot\b|_backward_dot"),
     _rule(GEMM, r"^aten::(mm|addmm|addmv|mv|linear|matmul|_addmm_activation)$|^(Addmm|Mm|Mv)Backward"),
