@@ -6,8 +6,8 @@ backward, optimizer update, batch-norm statistics, the loss summed on the device
 compiled ahead of time with ``jax.jit(...).lower(...).compile()`` in build(): compilation is never
 inside a timed epoch, and a call with any other shape fails instead of compiling again. The step
 returns at once (JAX dispatches asynchronously); synchronize() blocks on the training state.
-Images are kept channels-last (NHWC), Flax's and XLA's CPU layout; token ids (the recurrent
-models) are int32.
+Images are kept channels-last (NHWC), Flax's and XLA's CPU layout; token ids (the token
+models, (N, L)) are int32. A language model's loss and accuracy are over every position.
 
 Modes (docs/frameworks/jax.md, "Modes and precision"): compiled (the default) is the jitted step
 above; eager calls the same functions without jit inside ``jax.disable_jit()``, so every
@@ -169,11 +169,14 @@ class Adapter(base.Adapter):
     # -- model -----------------------------------------------------------------------------
 
     def build(self, arch):
-        from workers.adapters.jax import layers
+        from workers.adapters.jax import attention, layers
 
         jax, jnp = self.jax, self.jnp
         self.net = layers.network(arch, self._depthwise)
         self._arch = arch
+        written = sorted(op for op in attention.HOW if attention.uses(arch["layers"], op))
+        if written:  # the attention models: how their nodes are written (docs/frameworks/jax.md)
+            self.execution["layers"] = dict((op, attention.HOW[op]) for op in written)
         key = jax.random.PRNGKey(self.config["seed"])
         with jax.default_device(self.device):
             variables = self.net.init(key, _zeros(jnp, arch, 1), train=False)
@@ -237,6 +240,8 @@ class Adapter(base.Adapter):
                                         cast(x), train=True, rngs={"dropout": rng},
                                         mutable=["batch_stats"])
             logits = logits.astype(jnp.float32)
+            # A language model's (N, L, V) logits against (N, L) next tokens: the mean over every
+            # position of every sequence.
             loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
             return loss, updated.get("batch_stats", {})
 
@@ -255,10 +260,10 @@ class Adapter(base.Adapter):
             logits = net.apply({"params": cast(params), "batch_stats": batch_stats}, cast(x),
                                train=False).astype(jnp.float32)
             loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).sum()
-            return loss, (jnp.argmax(logits, axis=1) == y).sum()
+            return loss, (jnp.argmax(logits, axis=-1) == y).sum()
 
         x = jax.ShapeDtypeStruct(batch_shape, self._x.dtype)  # float32 images, int32 token ids
-        y = jax.ShapeDtypeStruct(batch_shape[:1], jnp.int32)
+        y = jax.ShapeDtypeStruct(batch_shape[:1] + self._y.shape[1:], jnp.int32)  # (N,) or (N, L)
         self._record_compute_dtypes(loss_of, batch_shape, dropout_key)
         if self.mode() == "eager":  # no jit anywhere: each primitive dispatched on its own
             self._train_fn, self._eval_fn = self._call(train), self._call(evaluate)
@@ -285,7 +290,7 @@ class Adapter(base.Adapter):
         conv_general_dilated and dot_general in its jaxpr (jax.make_jaxpr; traced, not run)."""
         jax, jnp, state = self.jax, self.jnp, self._state
         x = jnp.zeros(batch_shape, self._x.dtype)
-        y = jnp.zeros(batch_shape[:1], jnp.int32)
+        y = jnp.zeros(batch_shape[:1] + self._y.shape[1:], jnp.int32)
         with self._context():
             jaxpr = jax.make_jaxpr(lambda p: jax.value_and_grad(loss_of, has_aux=True)(
                 p, state["batch_stats"], x, y, key))(state["params"])
@@ -390,7 +395,8 @@ class Adapter(base.Adapter):
                                        self._y_val[start:start + size])
             total += float(loss)
             correct += int(hits)
-        return total / n, correct / n
+        count = self._y_val.size  # a language model's: every position of every sequence
+        return total / count, correct / count
 
     def execution_info(self):
         info = super(Adapter, self).execution_info()
