@@ -33,10 +33,15 @@ KNOWN_LIMITS = {
     ("singa", "googlenet"): ("unsupported", "concatenation"),
     ("singa", "gru"): ("unsupported", "cuDNN"),
 }
-# The attention models (issue 25) are translated for PyTorch so far; the other adapters refuse
-# their first new layer by name until their translation lands.
+# The attention models (issue 25) are translated for PyTorch and JAX so far; the other adapters
+# refuse their first new layer by name until their translation lands.
 KNOWN_LIMITS.update(
-    {(f, m): ("unsupported", "is not supported by the") for f in REAL if f != "pytorch" for m in ATTENTION}
+    {
+        (f, m): ("unsupported", "is not supported by the")
+        for f in REAL
+        if f not in ("pytorch", "jax")
+        for m in ATTENTION
+    }
 )
 QUICK = Path(__file__).resolve().parent.parent / "matrices" / "quick.yaml"
 
