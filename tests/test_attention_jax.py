@@ -6,6 +6,7 @@ Driven in the JAX environment."""
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 
 import pytest
@@ -62,9 +63,9 @@ DRIVER = textwrap.dedent(
                     yield item
 
     def check_how():
-        a, _ = adapter(model="gpt_tiny", sequence_length=8)
+        a, info = adapter(model="gpt_tiny", sequence_length=8)
         a.build_model()
-        return a.execution_info()
+        return dict(a.execution_info(), settings=info["settings"])
 
     run_checks(globals())
     """
@@ -89,31 +90,42 @@ CHECKS = [
 ]
 
 
+def _drive(folder, checks, kernel=None):
+    env = dict(os.environ)
+    env.pop("BENCH_JAX_ATTENTION", None)
+    if kernel:
+        env["BENCH_JAX_ATTENTION"] = kernel
+    script = DRIVER.replace(
+        "run_checks(globals())", "from tests.driver_checks import cases\nrun_checks(cases(globals()))"
+    )
+    return checked(drive(framework_python("jax"), folder, script, checks, env=env, timeout=900)[0])
+
+
 @pytest.fixture(scope="module")
 def driven(tmp_path_factory):
-    results, _ = drive(
-        framework_python("jax"),
-        tmp_path_factory.mktemp("attention-jax"),
-        DRIVER.replace(
-            "run_checks(globals())", "from tests.driver_checks import cases\nrun_checks(cases(globals()))"
-        ),
-        CHECKS,
-        timeout=900,
-    )
-    return checked(results)
+    return _drive(tmp_path_factory.mktemp("attention-jax"), CHECKS)
+
+
+@pytest.fixture(scope="module")
+def driven_jax_nn(tmp_path_factory):
+    """The same module calling jax.nn.dot_product_attention (BENCH_JAX_ATTENTION=jax.nn)."""
+    checks = [c for c in CHECKS if c[0] in ("reference-vit", "reference-gpt", "how")]
+    return _drive(tmp_path_factory.mktemp("attention-jax-nn"), checks, kernel="jax.nn")
 
 
 @pytest.mark.parametrize("case, name", [("reference-vit", "vit_tiny"), ("reference-gpt", "gpt_tiny")])
-def test_every_node_computes_the_reference(driven, case, name):
-    got = driven(case)
+@pytest.mark.parametrize("kernel", ["flax", "jax.nn"])
+def test_every_node_computes_the_reference(request, kernel, case, name):
+    got = request.getfixturevalue("driven" if kernel == "flax" else "driven_jax_nn")(case)
     assert got["parameters"] == got["infer"]
     assert got["shape"] == got["want_shape"]
     # float32 against float64 through two blocks: a relative error of a few 1e-6
     assert got["max_abs_diff"] <= 1e-4 * max(1.0, got["scale"]), got
 
 
-def test_a_later_token_cannot_change_an_earlier_position(driven):
-    got = driven("reference-gpt")
+@pytest.mark.parametrize("kernel", ["flax", "jax.nn"])
+def test_a_later_token_cannot_change_an_earlier_position(request, kernel):
+    got = request.getfixturevalue("driven" if kernel == "flax" else "driven_jax_nn")("reference-gpt")
     assert got["earlier_positions_moved"] <= 1e-6 and got["last_position_moved"] > 1e-3
 
 
@@ -154,7 +166,11 @@ def test_the_tiny_models_learn_their_synthetic_data(driven, case):
     assert min(loss) < math.log(1 / got["chance"]), got
 
 
-def test_the_run_records_how_attention_is_written(driven):
+def test_the_run_records_how_attention_is_written(driven, driven_jax_nn):
     layers = driven("how")["layers"]
     assert "MultiHeadDotProductAttention" in layers["attention"] and "make_causal_mask" in layers["attention"]
     assert layers["layernorm"] == "flax.linen.LayerNorm" and "Embed.attend" in layers["tied_output"]
+    assert set(layers) == {"attention", "layernorm", "gelu", "tied_output"}  # gpt_tiny's kinds
+    other = driven_jax_nn("how")
+    assert "jax.nn.dot_product_attention" in other["layers"]["attention"]
+    assert other["settings"]["attention"] == "jax.nn"

@@ -48,6 +48,7 @@ class Adapter(base.Adapter):
         self._key = None
         self._tracer = None  # the trace.Tracer of a traced run
         self._depthwise = "grouped"  # how depthwise convolutions are computed: setup() decides
+        self._attention = "flax"  # what the attention module calls (attention.KERNELS): setup()
         self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC or token ids)
         self._arch = None
         self._batches = []
@@ -61,6 +62,7 @@ class Adapter(base.Adapter):
             raise base.not_supported("device", device, self.title, " (cpu or cuda)")
         threads = int(self.config.get("threads") or 0)
         self._depthwise = _depthwise(device)
+        self._attention = _attention_kernel()
         _environment_before_import(device, threads)
         try:
             import jax
@@ -81,7 +83,7 @@ class Adapter(base.Adapter):
             "build": "cuda" if plugin else "cpu",
             "cuda_version": _version(plugin.replace("_", "-")) if plugin else None,
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
-            "settings": dict(_settings(jax), depthwise=self._depthwise),
+            "settings": dict(_settings(jax), depthwise=self._depthwise, attention=self._attention),
         }
         if device == "cuda":
             self.refuse_gpu_memory_budget(
@@ -172,11 +174,11 @@ class Adapter(base.Adapter):
         from workers.adapters.jax import attention, layers
 
         jax, jnp = self.jax, self.jnp
-        self.net = layers.network(arch, self._depthwise)
+        self.net = layers.network(arch, self._depthwise, self._attention)
         self._arch = arch
         written = sorted(op for op in attention.HOW if attention.uses(arch["layers"], op))
         if written:  # the attention models: how their nodes are written (docs/frameworks/jax.md)
-            self.execution["layers"] = dict((op, attention.HOW[op]) for op in written)
+            self.execution["layers"] = dict((op, attention.how(op, self._attention)) for op in written)
         key = jax.random.PRNGKey(self.config["seed"])
         with jax.default_device(self.device):
             variables = self.net.init(key, _zeros(jnp, arch, 1), train=False)
@@ -520,6 +522,17 @@ def _depthwise(device):
             raise ValueError("BENCH_JAX_DEPTHWISE={!r}: expected shifted or grouped".format(value))
         return value
     return "grouped" if device == "cuda" else "shifted"
+
+
+def _attention_kernel():
+    """What nn.MultiHeadDotProductAttention calls (attention.KERNELS): BENCH_JAX_ATTENTION where
+    set; else "flax", Linen's own dot_product_attention (its default)."""
+    value = os.environ.get("BENCH_JAX_ATTENTION")
+    if value:
+        if value not in ("flax", "jax.nn"):  # attention.KERNELS: that module imports flax
+            raise ValueError("BENCH_JAX_ATTENTION={!r}: expected flax or jax.nn".format(value))
+        return value
+    return "flax"
 
 
 def _settings(jax):

@@ -13,6 +13,8 @@ embeddingN/embedding. ``load_canonical`` maps workers.models.pure's canonical (P
 onto them.
 """
 
+import functools
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -22,11 +24,23 @@ from workers import models
 OPS = ("layernorm", "gelu", "attention", "patch_embed", "class_token", "position_embedding",
        "first_token", "tied_output")
 
+# What MultiHeadDotProductAttention calls between its projections (BENCH_JAX_ATTENTION; the
+# adapter's setup() reads it): "flax", Linen's default attention_fn, flax.linen.dot_product_attention
+# (einsums and a softmax in the compute dtype, the causal mask nn.make_causal_mask); "jax.nn",
+# jax.nn.dot_product_attention with is_causal (what Flax NNX's attention module calls when there is
+# no dropout: float32 scores, and cuDNN's fused kernel where JAX's GPU build picks it).
+KERNELS = ("flax", "jax.nn")
+_KERNEL_HOW = {
+    "flax": "flax.linen.dot_product_attention (einsums and a softmax, fused by XLA), "
+            "nn.make_causal_mask for the causal mask",
+    "jax.nn": "attention_fn=jax.nn.dot_product_attention (is_causal for the causal mask; XLA's "
+              "implementation or cuDNN's fused kernel, as JAX picks)",
+}
+
 # How each attention node is written, as Flax's users write it (recorded in the run's execution).
 HOW = {
     "attention": "flax.linen.MultiHeadDotProductAttention (query, key, value and out DenseGeneral "
-                 "projections, flax.linen.dot_product_attention: einsums and a softmax, fused by "
-                 "XLA), nn.make_causal_mask for the causal mask, deterministic, no weight dropout",
+                 "projections; deterministic, no weight dropout) with {}",
     "layernorm": "flax.linen.LayerNorm",
     "gelu": "flax.linen.gelu (approximate=False: erf; approximate=True: tanh)",
     "patch_embed": "flax.linen.Conv of stride patch (NHWC), reshaped row by row to (N, L, D)",
@@ -86,10 +100,16 @@ class PositionEmbedding(nn.Module):
         return x + table[:x.shape[1]].astype(x.dtype)
 
 
-def module(node, x, shape, name, tables):
+def how(op, kernel="flax"):
+    """HOW[op], the attention's with its kernel's words."""
+    return HOW[op].format(_KERNEL_HOW[kernel]) if op == "attention" else HOW[op]
+
+
+def module(node, x, shape, name, tables, kernel="flax"):
     """The output of attention node ``node`` on ``x`` (input shape ``shape``, channels first for
     an image); called inside layers.Network's compact __call__, so its modules are the Network's
-    submodules. ``tables``: the nn.Embed modules made so far (a tied_output uses the one)."""
+    submodules. ``tables``: the nn.Embed modules made so far (a tied_output uses the one);
+    ``kernel``: the attention's (KERNELS)."""
     op = node["op"]
     if op == "layernorm":
         rules = models.INIT[op]
@@ -98,7 +118,7 @@ def module(node, x, shape, name, tables):
     if op == "gelu":
         return nn.gelu(x, approximate=node["approximate"] == "tanh")
     if op == "attention":
-        return _attention(node, x, shape, name)
+        return _attention(node, x, shape, name, kernel)
     if op == "patch_embed":
         rules, fans, p = models.INIT[op], models.fans(node, shape[0]), node["patch"]
         y = nn.Conv(node["dim"], (p, p), (p, p), padding="VALID", name=name,
@@ -118,15 +138,19 @@ def module(node, x, shape, name, tables):
     raise ValueError("not an attention node: {!r}".format(op))
 
 
-def _attention(node, x, shape, name):
+def _attention(node, x, shape, name, kernel):
     rules, dim = models.INIT["attention"], shape[-1]
     fans = models.fans(node, dim)  # each projection D x D: one Glorot bound for all four
-    mask = None
-    if node["causal"]:  # (1, 1, L, L): position i attends to positions j <= i
+    mask, options = None, {}
+    if kernel == "jax.nn":
+        options["attention_fn"] = functools.partial(jax.nn.dot_product_attention,
+                                                    is_causal=bool(node["causal"]))
+    elif node["causal"]:  # (1, 1, L, L): position i attends to positions j <= i
         mask = nn.make_causal_mask(jnp.ones((1, x.shape[1]), jnp.int32), dtype=jnp.bool_)
     layer = nn.MultiHeadDotProductAttention(
         num_heads=node["heads"], kernel_init=_initializer(rules["weight"], fans),
-        bias_init=_initializer(rules["bias"], fans), dropout_rate=0.0, deterministic=True, name=name)
+        bias_init=_initializer(rules["bias"], fans), dropout_rate=0.0, deterministic=True, name=name,
+        **options)
     return layer(x, mask=mask)
 
 

@@ -18,12 +18,13 @@ from workers.adapters.jax import attention
 DEPTHWISE = ("shifted", "grouped")  # how a depthwise convolution is computed (see depthwise)
 
 
-def network(arch, depthwise="grouped"):
+def network(arch, depthwise="grouped", attention_kernel="flax"):
     """The Flax module for an architecture; call init/apply with NHWC images (or int32 token
     ids, shape (N, L)) and train=. ``depthwise``: "shifted" computes a convolution with one
-    filter per channel by `depthwise`, "grouped" by flax's grouped nn.Conv."""
+    filter per channel by `depthwise`, "grouped" by flax's grouped nn.Conv. ``attention_kernel``:
+    what the attention module calls (attention.KERNELS)."""
     return Network(layers=_frozen(arch["layers"]), input_shape=tuple(arch["input"]),
-                   depthwise=depthwise)
+                   depthwise=depthwise, attention_kernel=attention_kernel)
 
 
 def _frozen(value):
@@ -131,6 +132,7 @@ class Network(nn.Module):
     layers: tuple
     input_shape: tuple
     depthwise: str = "grouped"
+    attention_kernel: str = "flax"
 
     @nn.compact
     def __call__(self, x, train):
@@ -150,7 +152,7 @@ class Network(nn.Module):
         counter[0] += 1
         name = "{}{}".format(op, counter[0] - 1)
         if op in attention.OPS:
-            return attention.module(node, x, shape, name, counter[1])
+            return attention.module(node, x, shape, name, counter[1], self.attention_kernel)
         if op == "conv":
             fans = models.fans(node, shape[0])
             p = node["padding"]
