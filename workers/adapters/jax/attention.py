@@ -31,7 +31,7 @@ OPS = ("layernorm", "gelu", "attention", "patch_embed", "class_token", "position
 # no dropout: float32 scores, and cuDNN's fused kernel where JAX's GPU build picks it).
 KERNELS = ("flax", "jax.nn")
 _KERNEL_HOW = {
-    "flax": "flax.linen.dot_product_attention (einsums and a softmax, fused by XLA), "
+    "flax": "flax.linen.dot_product_attention (einsums and a softmax), "
             "nn.make_causal_mask for the causal mask",
     "jax.nn": "attention_fn=jax.nn.dot_product_attention (is_causal for the causal mask; XLA's "
               "implementation or cuDNN's fused kernel, as JAX picks)",
