@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import cli as bench_cli
 from orchestrator.config.run_config import FRAMEWORKS, MODELS
-from workers.models import ATTENTION, GPT, LANGUAGE
+from workers.models import GPT, LANGUAGE
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 REAL = [f for f in FRAMEWORKS if f != "fault"]
@@ -35,17 +35,6 @@ KNOWN_LIMITS = {
     # at bench models' batch of 32 full contexts, its one-hot input and logits pass singa's 2 GiB limit
     ("singa", "gpt2_small"): ("unsupported", "2 GiB"),
 }
-# The attention models (issue 25) are translated for these frameworks so far; the other adapters
-# refuse their first new layer by name until their translation lands.
-TRANSLATED = ("pytorch", "paddle", "singa", "tensorflow", "mxnet")
-KNOWN_LIMITS.update(
-    {
-        (f, m): ("unsupported", "is not supported by the")
-        for f in REAL
-        if f not in TRANSLATED
-        for m in ATTENTION
-    }
-)
 QUICK = Path(__file__).resolve().parent.parent / "matrices" / "quick.yaml"
 
 

@@ -6,8 +6,8 @@ backward, optimizer update, batch-norm statistics, the loss summed on the device
 compiled ahead of time with ``jax.jit(...).lower(...).compile()`` in build(): compilation is never
 inside a timed epoch, and a call with any other shape fails instead of compiling again. The step
 returns at once (JAX dispatches asynchronously); synchronize() blocks on the training state.
-Images are kept channels-last (NHWC), Flax's and XLA's CPU layout; token ids (the recurrent
-models) are int32.
+Images are kept channels-last (NHWC), Flax's and XLA's CPU layout; token ids (the token
+models, (N, L)) are int32. A language model's loss and accuracy are over every position.
 
 Modes (docs/frameworks/jax.md, "Modes and precision"): compiled (the default) is the jitted step
 above; eager calls the same functions without jit inside ``jax.disable_jit()``, so every
@@ -48,6 +48,7 @@ class Adapter(base.Adapter):
         self._key = None
         self._tracer = None  # the trace.Tracer of a traced run
         self._depthwise = "grouped"  # how depthwise convolutions are computed: setup() decides
+        self._attention = "flax"  # what the attention module calls (attention.KERNELS): setup()
         self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC or token ids)
         self._arch = None
         self._batches = []
@@ -61,6 +62,7 @@ class Adapter(base.Adapter):
             raise base.not_supported("device", device, self.title, " (cpu or cuda)")
         threads = int(self.config.get("threads") or 0)
         self._depthwise = _depthwise(device)
+        self._attention = _attention_kernel()
         _environment_before_import(device, threads)
         try:
             import jax
@@ -81,7 +83,7 @@ class Adapter(base.Adapter):
             "build": "cuda" if plugin else "cpu",
             "cuda_version": _version(plugin.replace("_", "-")) if plugin else None,
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
-            "settings": dict(_settings(jax), depthwise=self._depthwise),
+            "settings": dict(_settings(jax), depthwise=self._depthwise, attention=self._attention),
         }
         if device == "cuda":
             self.refuse_gpu_memory_budget(
@@ -169,11 +171,16 @@ class Adapter(base.Adapter):
     # -- model -----------------------------------------------------------------------------
 
     def build(self, arch):
-        from workers.adapters.jax import layers
+        from workers.adapters.jax import attention, layers
 
         jax, jnp = self.jax, self.jnp
-        self.net = layers.network(arch, self._depthwise)
+        self.net = layers.network(arch, self._depthwise, self._attention)
         self._arch = arch
+        written = sorted(op for op in attention.HOW if attention.uses(arch["layers"], op))
+        if written:  # the attention models: how their nodes are written (docs/frameworks/jax.md)
+            self.execution["layers"] = dict((op, attention.how(op, self._attention)) for op in written)
+        else:  # a model built after an attention model by the same adapter (the tests do)
+            self.execution.pop("layers", None)
         key = jax.random.PRNGKey(self.config["seed"])
         with jax.default_device(self.device):
             variables = self.net.init(key, _zeros(jnp, arch, 1), train=False)
@@ -237,6 +244,8 @@ class Adapter(base.Adapter):
                                         cast(x), train=True, rngs={"dropout": rng},
                                         mutable=["batch_stats"])
             logits = logits.astype(jnp.float32)
+            # A language model's (N, L, V) logits against (N, L) next tokens: the mean over every
+            # position of every sequence.
             loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
             return loss, updated.get("batch_stats", {})
 
@@ -255,10 +264,10 @@ class Adapter(base.Adapter):
             logits = net.apply({"params": cast(params), "batch_stats": batch_stats}, cast(x),
                                train=False).astype(jnp.float32)
             loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).sum()
-            return loss, (jnp.argmax(logits, axis=1) == y).sum()
+            return loss, (jnp.argmax(logits, axis=-1) == y).sum()
 
         x = jax.ShapeDtypeStruct(batch_shape, self._x.dtype)  # float32 images, int32 token ids
-        y = jax.ShapeDtypeStruct(batch_shape[:1], jnp.int32)
+        y = jax.ShapeDtypeStruct(batch_shape[:1] + self._y.shape[1:], jnp.int32)  # (N,) or (N, L)
         self._record_compute_dtypes(loss_of, batch_shape, dropout_key)
         if self.mode() == "eager":  # no jit anywhere: each primitive dispatched on its own
             self._train_fn, self._eval_fn = self._call(train), self._call(evaluate)
@@ -285,7 +294,7 @@ class Adapter(base.Adapter):
         conv_general_dilated and dot_general in its jaxpr (jax.make_jaxpr; traced, not run)."""
         jax, jnp, state = self.jax, self.jnp, self._state
         x = jnp.zeros(batch_shape, self._x.dtype)
-        y = jnp.zeros(batch_shape[:1], jnp.int32)
+        y = jnp.zeros(batch_shape[:1] + self._y.shape[1:], jnp.int32)
         with self._context():
             jaxpr = jax.make_jaxpr(lambda p: jax.value_and_grad(loss_of, has_aux=True)(
                 p, state["batch_stats"], x, y, key))(state["params"])
@@ -390,7 +399,8 @@ class Adapter(base.Adapter):
                                        self._y_val[start:start + size])
             total += float(loss)
             correct += int(hits)
-        return total / n, correct / n
+        count = self._y_val.size  # a language model's: every position of every sequence
+        return total / count, correct / count
 
     def execution_info(self):
         info = super(Adapter, self).execution_info()
@@ -514,6 +524,17 @@ def _depthwise(device):
             raise ValueError("BENCH_JAX_DEPTHWISE={!r}: expected shifted or grouped".format(value))
         return value
     return "grouped" if device == "cuda" else "shifted"
+
+
+def _attention_kernel():
+    """What nn.MultiHeadDotProductAttention calls (attention.KERNELS): BENCH_JAX_ATTENTION where
+    set; else "flax", Linen's own dot_product_attention (its default)."""
+    value = os.environ.get("BENCH_JAX_ATTENTION")
+    if value:
+        if value not in ("flax", "jax.nn"):  # attention.KERNELS: that module imports flax
+            raise ValueError("BENCH_JAX_ATTENTION={!r}: expected flax or jax.nn".format(value))
+        return value
+    return "flax"
 
 
 def _settings(jax):

@@ -4,7 +4,7 @@ Imported by the adapter after setup() has imported jax and flax. Shapes are trac
 channels-first, as workers.models defines them; the arrays are NHWC (token ids: (N, L) int32).
 Every layer with weights is named after its place in the walk (``conv0``, ``bn1``, ``dense17``,
 ``gru1``, ...), so the weights of one architecture can be matched one to one with another
-framework's (tests/test_jax_adapter.py).
+framework's (tests/test_jax_adapter.py). The attention models' nodes are in attention.py.
 """
 
 import flax.linen as nn
@@ -12,17 +12,19 @@ import jax
 import jax.numpy as jnp
 
 from workers import models
+from workers.adapters.jax import attention
 
 
 DEPTHWISE = ("shifted", "grouped")  # how a depthwise convolution is computed (see depthwise)
 
 
-def network(arch, depthwise="grouped"):
+def network(arch, depthwise="grouped", attention_kernel="flax"):
     """The Flax module for an architecture; call init/apply with NHWC images (or int32 token
     ids, shape (N, L)) and train=. ``depthwise``: "shifted" computes a convolution with one
-    filter per channel by `depthwise`, "grouped" by flax's grouped nn.Conv."""
+    filter per channel by `depthwise`, "grouped" by flax's grouped nn.Conv. ``attention_kernel``:
+    what the attention module calls (attention.KERNELS)."""
     return Network(layers=_frozen(arch["layers"]), input_shape=tuple(arch["input"]),
-                   depthwise=depthwise)
+                   depthwise=depthwise, attention_kernel=attention_kernel)
 
 
 def _frozen(value):
@@ -130,10 +132,13 @@ class Network(nn.Module):
     layers: tuple
     input_shape: tuple
     depthwise: str = "grouped"
+    attention_kernel: str = "flax"
 
     @nn.compact
     def __call__(self, x, train):
-        counter = [0]
+        # The node counter that names the layers, and the nn.Embed modules made so far (the one a
+        # tied_output multiplies by).
+        counter = [0, []]
         return self.walk([_node(n) for n in self.layers], x, self.input_shape, train, counter)[0]
 
     def walk(self, layers, x, shape, train, counter):
@@ -146,6 +151,8 @@ class Network(nn.Module):
         op = node["op"]
         counter[0] += 1
         name = "{}{}".format(op, counter[0] - 1)
+        if op in attention.OPS:
+            return attention.module(node, x, shape, name, counter[1], self.attention_kernel)
         if op == "conv":
             fans = models.fans(node, shape[0])
             p = node["padding"]
@@ -157,8 +164,8 @@ class Network(nn.Module):
                            padding=((p, p), (p, p)), feature_group_count=node["groups"],
                            use_bias=node["bias"], name=name,
                            kernel_init=init, bias_init=nn.initializers.zeros)(x)
-        if op == "dense":
-            fans = models.fans(node, shape[0])
+        if op == "dense":  # on the last axis: a flat (D,) input or each position of an (L, D) one
+            fans = models.fans(node, shape[-1])
             return nn.Dense(node["out"], use_bias=node["bias"], name=name,
                             kernel_init=_uniform(models.init_scale("glorot", *fans)),
                             bias_init=nn.initializers.zeros)(x)
@@ -182,9 +189,10 @@ class Network(nn.Module):
             return nn.Dropout(node["p"], deterministic=not train, name=name)(x)
         if op == "embedding":
             # A lookup in a (vocab, dim) table: Flax's Embed is exactly that (jnp.take).
-            rule = models.INIT[op]["weight"]
-            std = models.init_scale(rule["scale"], *models.fans(node, shape[-1]))
-            return nn.Embed(node["vocab"], node["dim"], embedding_init=_normal(std), name=name)(x)
+            std = models.init_scale(models.node_init(node)["weight"]["scale"], *models.fans(node, shape[-1]))
+            table = nn.Embed(node["vocab"], node["dim"], embedding_init=_normal(std), name=name)
+            counter[1].append(table)
+            return table(x)
         if op == "gru":
             return GRU(node["hidden"], name=name)(x)
         if op == "concat":
