@@ -25,6 +25,10 @@ from tests.drivers import checked, drive, framework_python, run_driver
 from tests.test_tensorflow_adapter import CROSS, TORCH_SIDE
 from workers import models
 
+# Every model but vit_b16, whose 86 M parameters are built in every framework once, by
+# tests/test_across_frameworks.py (bench models): here that would cost minutes per framework.
+ADAPTER_MODELS = [m for m in models.MODELS if m != "vit_b16"]
+
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,7 +74,7 @@ DRIVER = textwrap.dedent(
     def check_models():
         a, _ = adapter(batch_size=2, image_size=64)
         out = {}
-        for name in models.MODELS:
+        for name in [m for m in models.MODELS if m != "vit_b16"]:
             arch = models.build_arch(name, 1000, 64)
             count = a.build(arch)
             out[name] = {"jax": count, "infer": models.infer(arch)["parameters"],
@@ -337,8 +341,8 @@ def driven(jax_python, pytorch_python, tmp_path_factory):
         ["oom", []],
         ["threads", [0]],
     ]
-    # 1500 s: the models check builds vit_b16 too (86M parameters initialised on the CPU); the
-    # checks took over 900 s together on a loaded 2-core machine.
+    # 1500 s: with vit_b16 in the models check (since left out: ADAPTER_MODELS) the checks took
+    # over 900 s together on a loaded 2-core machine; the margin stays.
     result = checked(drive(jax_python, folder, DRIVER, checks, timeout=1500)[0])
     result.torch_optimizers = json.loads((folder / "torch_optimizers.json").read_text())  # type: ignore[attr-defined]
     return result
@@ -386,7 +390,7 @@ def test_module_imports_without_jax():
     assert proc.returncode == 0 and proc.stdout.strip() == "jax", proc.stderr
 
 
-@pytest.mark.parametrize("name", models.MODELS)
+@pytest.mark.parametrize("name", ADAPTER_MODELS)
 def test_flax_parameter_count_equals_infer(driven, name):
     got = driven("models")[name]
     assert got["jax"] == got["infer"]

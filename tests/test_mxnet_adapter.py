@@ -26,6 +26,10 @@ from tests.drivers import checked, drive, framework_python, run_driver
 from tests.test_tensorflow_adapter import CROSS, TORCH_SIDE
 from workers import models
 
+# Every model but vit_b16, whose 86 M parameters are built in every framework once, by
+# tests/test_across_frameworks.py (bench models): here that would cost minutes per framework.
+ADAPTER_MODELS = [m for m in models.MODELS if m != "vit_b16"]
+
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,7 +47,7 @@ DRIVER = textwrap.dedent(
     def check_models():
         a, _ = adapter(image_size=64)
         out = {}
-        for name in models.MODELS:
+        for name in [m for m in models.MODELS if m != "vit_b16"]:
             arch = models.build_arch(name, 1000, 64)
             out[name] = {"mxnet": a.build(arch), "infer": models.infer(arch)["parameters"],
                          "shape": list(a.forward_shape(2))}
@@ -189,14 +193,13 @@ settings: {min_time: 0, min_steps: 1,
            timeout: 600}
 axes:
   framework: [mxnet]
-  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet, vit_b16, vit_tiny]
+  model: [small_cnn, alexnet, mobilenet_v2, resnet50, vgg16, googlenet, vit_tiny]
 include:
   - {framework: mxnet, model: small_cnn, image_size: 32, threads: 1, optimizer: rmsprop, lr: 0.001,
      repeats: 2}
   - {framework: mxnet, model: small_cnn, device: cuda}
   - {framework: mxnet, model: gru, classes: 2}
   - {framework: mxnet, model: gpt_tiny, sequence_length: 16}
-  - {framework: mxnet, model: gpt2_small, sequence_length: 8, dataset_size: 8, batch_size: 2}
 """
 
 
@@ -254,7 +257,7 @@ def test_module_imports_without_mxnet():
     assert proc.returncode == 0 and proc.stdout.strip() == "mxnet", proc.stderr
 
 
-@pytest.mark.parametrize("name", models.MODELS)
+@pytest.mark.parametrize("name", ADAPTER_MODELS)
 def test_mxnet_parameter_count_equals_infer(driven, name):
     got = driven("models")[name]
     assert got["mxnet"] == got["infer"]
@@ -346,7 +349,7 @@ def test_the_orchestrator_never_imported_mxnet(sweep):
     assert "mxnet" not in sys.modules
 
 
-@pytest.mark.parametrize("name", models.MODELS)
+@pytest.mark.parametrize("name", ADAPTER_MODELS)
 def test_every_model_runs_through_the_harness(sweep, name):
     rows, epochs, _, _ = sweep
     row = next(r for r in rows if r["model"] == name and r["image_size"] == 64 and r["device"] == "cpu")
@@ -378,12 +381,11 @@ def test_the_gru_runs_through_the_harness(sweep):
     assert [e["epoch"] for e in epochs if e["run_id"] == row["id"]] == [1]
 
 
-@pytest.mark.parametrize("name, length", [("gpt_tiny", 16), ("gpt2_small", 8)])
+@pytest.mark.parametrize("name, length", [("gpt_tiny", 16)])
 def test_the_language_models_run_through_the_harness(sweep, name, length):
     rows, epochs, _, _ = sweep
     row = next(r for r in rows if r["model"] == name)
     assert row["outcome"] == "ok", row["reason"] or row["stderr_tail"]
-    # gpt2_small: 124,439,808, the output tied to the token embedding (counted once)
     arch = models.build_arch(name, 3, 64, sequence_length=length)
     assert row["parameter_count"] == models.infer(arch)["parameters"]
     assert row["tokens_per_second"] == pytest.approx(row["images_per_second"] * length)
