@@ -401,6 +401,8 @@ def test_cuda_through_the_harness_is_unavailable(sweep):
 
 def test_report_lists_every_run(sweep):
     rows, _, report, _ = sweep
-    assert len(rows) == 13
+    assert len(rows) == 11  # seven models on the grid, four included configurations
+    # vit_b16 and gpt2_small are built in every framework by test_across_frameworks, not here
     for name in models.ALL_MODELS:
-        assert name in report
+        if name not in ("vit_b16", "gpt2_small"):
+            assert name in report
