@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 8;
+PRAGMA user_version = 9;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -162,7 +162,12 @@ CREATE TABLE runs (
     target_epoch            INTEGER,                     -- the epoch that reached it (first repeat)
     -- version 8: attention models
     sequence_length         INTEGER,                     -- configuration: a language model's tokens per sequence; NULL: its context
-    tokens_per_second       REAL                         -- token models: images_per_second x tokens per sequence
+    tokens_per_second       REAL,                        -- token models: images_per_second x tokens per sequence
+    -- version 9: data-parallel replicas (docs/distributed.md); every figure above is the run's,
+    -- all replicas together (images_per_second counts the global batch), timed by replica 0
+    replicas                INTEGER,                     -- configuration: processes; NULL: one
+    fault_replica           INTEGER,                     -- configuration: fault only, the replica the fault strikes
+    global_batch            INTEGER                      -- batch_size x replicas: samples per optimizer step
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 
@@ -187,6 +192,31 @@ CREATE TABLE epochs (
     -- version 7: time to accuracy
     wall_seconds        REAL,                            -- since the repeat began: its training and evaluation so far
     PRIMARY KEY (run_id, repeat, epoch)
+);
+
+-- Each replica of a data-parallel run (version 9): its own process, outcome and evidence.
+CREATE TABLE replicas (
+    run_id              INTEGER NOT NULL REFERENCES runs(id),
+    replica             INTEGER NOT NULL,                -- 0 .. replicas - 1 (its rank)
+    node                TEXT,                            -- the Ray node that ran it; NULL: this machine
+    cpus                TEXT,                            -- the CPUs it was pinned to
+    threads             INTEGER,                         -- the threads it was given
+    pid                 INTEGER,
+    outcome             TEXT NOT NULL,                   -- as runs.outcome, or stopped (ended by bench: another replica failed)
+    reason              TEXT,
+    ended_by            INTEGER,                         -- stopped: the replica whose failure ended it
+    exit_code           INTEGER,
+    signal_name         TEXT,
+    wall_seconds        REAL,                            -- from the run's start to this replica's end
+    median_epoch_seconds REAL,                           -- its own timed epochs
+    images_per_second   REAL,                            -- its own share: its batch over its epoch seconds
+    cpu_percent_mean    REAL,                            -- its process tree, steady state (its own sampler)
+    rss_peak_bytes      INTEGER,
+    threads_max         INTEGER,
+    other_cpu_percent_mean REAL,                         -- other load on its CPUs
+    run_folder          TEXT,                            -- relative to the run's folder ("." for replica 0)
+    stderr_tail         TEXT,
+    PRIMARY KEY (run_id, replica)
 );
 
 -- What each run ran on and with.

@@ -301,7 +301,7 @@ def test_a_version_7_database_gains_the_sequence_columns_and_keeps_its_rows(tmp_
     conn.close()
     Database(str(old), create=False).close()
     conn = sqlite3.connect(old)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() >= 8
     columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     assert {"sequence_length", "tokens_per_second"} <= columns
     query = "SELECT model, images_per_second, sequence_length, tokens_per_second FROM runs"

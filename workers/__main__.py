@@ -90,6 +90,12 @@ def main(argv=None):
     config = spec["config"]
     # The decoded dataset file is where the data is, not part of what the configuration is.
     config["data_file"] = spec.get("data_file")
+    # A data-parallel run's replica: its rank, the count and the rendezvous; its share of the
+    # threads where the configuration left them to bench (threads 0).
+    replica = spec.get("replica")
+    config["replica"] = replica
+    if replica and replica.get("threads") and not config.get("threads"):
+        config["threads"] = replica["threads"]
     events = EventWriter(spec["events_path"])
     events.emit("start", pid=os.getpid(), python=platform.python_version(), executable=sys.executable,
                 cpus=_affinity())

@@ -17,6 +17,29 @@ def epoch_order(seed, epoch, size):
     return order
 
 
+def replica_of(config):
+    """(rank, count) of a data-parallel run's replica; (0, 1) for a run of one process."""
+    replica = config.get("replica") or {}
+    return replica.get("rank", 0), replica.get("count", 1)
+
+
+def shard(order, batch, rank, count):
+    """This replica's part of an epoch's order: of each global batch (``count`` x ``batch``
+    samples, in the order's sequence), the rank-th slice of ``batch``; a partial global batch is
+    dropped, as a partial batch is. With one replica, the order itself."""
+    if count == 1:
+        return order
+    size = batch * count
+    steps = len(order) // size
+    return [i for s in range(steps) for i in order[s * size + rank * batch: s * size + (rank + 1) * batch]]
+
+
+def _order(config, epoch, size):
+    """The epoch's order as this replica trains it."""
+    rank, count = replica_of(config)
+    return shard(epoch_order(config["seed"], epoch, size), config["batch_size"], rank, count)
+
+
 def os_threads():
     """The process's OS thread count as the kernel sees it (Linux), else None."""
     try:
@@ -47,7 +70,7 @@ def _warmup(adapter, config, events, train_size, marks):
     the first training step's loss (read after step 1: it is untimed, and nothing else sees it)."""
     if not config["warmup_steps"]:
         return warmup.none(), None
-    steps = adapter.prepare_epoch(epoch_order(config["seed"], 0, train_size))
+    steps = adapter.prepare_epoch(_order(config, 0, train_size))
     # An adapter that measures nothing (the fault worker) runs exactly warmup_steps steps.
     state = warmup.Warmup(config["warmup_steps"], config.get("timeout"),
                           getattr(adapter, "steady_warmup", True))
@@ -104,7 +127,7 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
     clock started (after its reset), for the record's wall_seconds: its training and evaluation so
     far, batch arrangement included, as time to accuracy counts it.
     """
-    steps = adapter.prepare_epoch(epoch_order(config["seed"], epoch, train_size))
+    steps = adapter.prepare_epoch(_order(config, epoch, train_size))
     events.set_phase("epoch", epoch=epoch, repeat=repeat, steps=steps)
     adapter.synchronize()
     faults = minor_faults()
@@ -126,7 +149,9 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
     if config.get("task") != "inference" and not extra:
         events.set_phase("eval", epoch=epoch, repeat=repeat)
         val_loss, val_accuracy = adapter.evaluate()
-    images = steps * config["batch_size"]
+    # Every replica's samples (the global batch): the replicas step together, so one replica's
+    # clock times them all; replica_images is this replica's own share.
+    images = steps * config["batch_size"] * replica_of(config)[1]
     record = {
         "repeat": repeat,
         "epoch": epoch,
@@ -144,6 +169,8 @@ def _epoch(adapter, config, events, train_size, repeat, epoch, session=None, mar
         "extra": 1 if extra else 0,
         "wall_seconds": time.perf_counter() - began if began is not None else None,
     }
+    if replica_of(config)[1] > 1:
+        record["replica_images"] = steps * config["batch_size"]
     events.emit("epoch_end", **record)
     return record
 
@@ -253,6 +280,10 @@ def run(adapter, config, events):
     events.set_phase("import")
     info = adapter.setup()
     events.emit("setup", **info)
+    if replica_of(config)[1] > 1:
+        events.set_phase("join")
+        adapter.join_replicas(config["replica"])
+        events.emit("joined", rank=replica_of(config)[0], count=replica_of(config)[1])
     events.set_phase("build")
     parameters = adapter.build_model()
     events.emit("built", parameter_count=parameters)

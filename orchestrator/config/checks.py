@@ -47,7 +47,7 @@ def cross_field_problem(
             "sample_interval",
             "memory_budget",
         ), "memory_budget needs the sampler, which sample_interval 0 turns off"
-    problem = execution_problem(config)
+    problem = execution_problem(config) or replica_problem(config)
     if problem:
         return problem
     if config.framework == "fault":
@@ -87,6 +87,18 @@ def execution_problem(config: RunConfig) -> Problem | None:
         for key in ("target_accuracy", "stop_at_target"):
             if getattr(config, key) is not None:
                 return (key, "task"), "time to accuracy applies to training, not task: inference"
+    return None
+
+
+def replica_problem(config: RunConfig) -> Problem | None:
+    """replicas: data-parallel training; fault_replica names one of them."""
+    if config.fault_replica is not None and config.fault_replica >= config.replica_count:
+        return ("fault_replica", "replicas"), (
+            f"replica {config.fault_replica} does not exist: the run has {config.replica_count}"
+            " (numbered from 0)"
+        )
+    if config.replicas is not None and config.task == "inference":
+        return ("replicas", "task"), "data-parallel replicas apply to training, not task: inference"
     return None
 
 
@@ -143,8 +155,14 @@ def _is_dir(path: str) -> bool:
 
 
 def _batch_problem(config: RunConfig) -> Problem | None:
-    if config.batch_size <= config.train_size:
+    if config.global_batch <= config.train_size:
         return None
+    if config.replicas:
+        return ("batch_size", "replicas", "dataset_size"), (
+            f"batch_size {config.batch_size} on each of {config.replicas} replicas is a global batch of"
+            f" {config.global_batch}, larger than the training split of {config.train_size} samples"
+            f" (dataset_size {config.dataset_size}, val_fraction {config.val_fraction:g})"
+        )
     return ("batch_size", "dataset_size", "val_fraction"), (
         f"batch_size {config.batch_size} is larger than the training split of {config.train_size}"
         f" samples (dataset_size {config.dataset_size}, val_fraction {config.val_fraction:g})"

@@ -62,6 +62,9 @@ MEANINGS: dict[str, str] = {
     "(docs/reports.md).",
     "stop_at_target": "With target_accuracy: end each repeat at the epoch that reaches it.",
     "sequence_length": "Language models: tokens per sequence (default: the model's context; docs/models.md).",
+    "replicas": "Data-parallel training over this many processes, each with batch_size samples a step "
+    "(docs/distributed.md).",
+    "fault_replica": "framework fault only: the replica the fault strikes (the others run ok).",
     "min_time": (
         "Least timed seconds per run: extra timed epochs (not evaluated) are added until reached "
         "(default 2; fault 0; docs/reports.md)."

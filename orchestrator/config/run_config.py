@@ -140,6 +140,11 @@ class RunConfig:
     # Attention models (schema 8): a language model's tokens per sequence; None is its context
     # (workers.models.default_sequence_length), so earlier hashes are kept.
     sequence_length: int | None = None
+    # Data-parallel training (schema 9; docs/distributed.md): replicas, each its own process with
+    # batch_size samples a step; None is one (earlier hashes kept). fault_replica: the fault worker's
+    # fault strikes only that replica (the others run ok), as one member of a collective failing.
+    replicas: int | None = None
+    fault_replica: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a plain scalar, so this equals dataclasses.asdict, without its deep copies
@@ -159,6 +164,9 @@ class RunConfig:
 
     def label(self) -> str:
         """A short human description for progress lines and reports."""
+        return self._label() + (f"/r{self.replicas}" if self.replicas else "")
+
+    def _label(self) -> str:
         if self.framework == "fault":
             return f"fault/{self.fault or 'ok'}"
         if self.task == "inference":
@@ -168,6 +176,16 @@ class RunConfig:
             f"{self.framework}/{self.model}/{self.device}/bs{self.batch_size}"
             f"/{self.optimizer}/lr{self.lr:g}/t{self.threads}"
         )
+
+    @property
+    def replica_count(self) -> int:
+        """Processes the run spreads over (1 unless data-parallel)."""
+        return self.replicas or 1
+
+    @property
+    def global_batch(self) -> int:
+        """Samples per optimizer step, all replicas together (batch_size is per replica)."""
+        return self.batch_size * self.replica_count
 
 
 FIELD_NAMES = tuple(f.name for f in fields(RunConfig))
@@ -181,6 +199,7 @@ FAULT_FIELDS = (
     "hold_memory_mb",
     "hold_seconds",
     "hold_child_memory_mb",
+    "fault_replica",
 )
 LATE_FIELDS = frozenset(FIELD_NAMES[FIELD_NAMES.index("cpus") :])
 DEFAULT_SAMPLE_INTERVAL = 0.1
@@ -208,6 +227,8 @@ INT_LIMITS: dict[str, tuple[int, int]] = {
     "hold_child_memory_mb": (0, 2**24),
     "min_steps": (1, 10**9),
     "sequence_length": (1, 2**20),
+    "replicas": (1, 1024),
+    "fault_replica": (0, 1023),
 }
 
 
@@ -277,6 +298,11 @@ def _features(value: Any) -> bool | None:
 def _precision(value: Any) -> str | None:
     _choice(PRECISIONS, "precision")(value)
     return None if value == modes.DEFAULT_PRECISION else value  # fp32 stored as None: hashes kept
+
+
+def _replicas(value: Any) -> int | None:
+    count = _int("replicas")(value)
+    return None if count == 1 else count  # one replica stored as None: earlier hashes are kept
 
 
 def _accuracy(value: Any) -> float:
@@ -364,6 +390,8 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "target_accuracy": _accuracy,
     "stop_at_target": _features,
     "sequence_length": _int("sequence_length"),
+    "replicas": _replicas,
+    "fault_replica": _int("fault_replica"),
 }
 
 assert set(VALIDATORS) == set(FIELD_NAMES)

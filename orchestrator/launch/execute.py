@@ -14,8 +14,8 @@ from orchestrator.config import samples
 from orchestrator.config.checks import resolved_timing
 from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig
 from orchestrator.config.values import cpu_set, format_cpus
-from orchestrator.launch import orphans, outcomes, tracing
-from orchestrator.launch.process import Finished, run_worker
+from orchestrator.launch import orphans, outcomes, replicas, tracing
+from orchestrator.launch.process import Finished, Member, run_worker, run_workers
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.launch.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
 from orchestrator.provision import envs
@@ -44,17 +44,18 @@ def workers_path() -> Path:
     return link_dir
 
 
-def worker_env(config: RunConfig) -> tuple[dict[str, str], dict[str, str]]:
-    """The worker's environment, and the thread variables it was given."""
+def worker_env(config: RunConfig, threads: int | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """The worker's environment, and the thread variables it was given (``threads``: a replica's,
+    in place of the configuration's)."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARIABLES}
     env["PYTHONPATH"] = str(workers_path())
     env["PYTHONUNBUFFERED"] = "1"
     env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # so device indices agree with NVML's
-    if config.threads > 0:
+    count = config.threads if threads is None else threads
+    if count > 0:
         for name in THREAD_VARIABLES:
-            env[name] = str(config.threads)
-    threads = {k: env[k] for k in THREAD_VARIABLES if k in env}
-    return env, threads
+            env[name] = str(count)
+    return env, {k: env[k] for k in THREAD_VARIABLES if k in env}
 
 
 def worker_config(config: RunConfig) -> dict[str, Any]:
@@ -64,7 +65,14 @@ def worker_config(config: RunConfig) -> dict[str, Any]:
     return settings
 
 
-def write_spec(run_dir: Path, config: RunConfig, data_file: Path | None = None, task: str = "train") -> Path:
+def write_spec(
+    run_dir: Path,
+    config: RunConfig,
+    data_file: Path | None = None,
+    task: str = "train",
+    replica: dict[str, Any] | None = None,
+) -> Path:
+    """``replica``: a data-parallel run's replica, its rank, the replica count and the rendezvous."""
     spec = {
         "spec_version": 1,
         "task": task,
@@ -74,6 +82,8 @@ def write_spec(run_dir: Path, config: RunConfig, data_file: Path | None = None, 
         "config": worker_config(config),
         "data_file": str(data_file) if data_file else None,
     }
+    if replica is not None:
+        spec["replica"] = replica
     path = run_dir / "spec.json"
     path.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
     return path
@@ -134,6 +144,8 @@ def launch(
     parameters). ``sample`` False keeps the sampler off whatever the settings say.
     """
     token = token or orphans.new_token()
+    if config.replica_count > 1:
+        return launch_replicas(config, run_dir, interpreter, sample, tick, data_file, on_worker_start, token)
     run_dir.mkdir(parents=True)
     write_spec(run_dir, config, data_file, task)
     python, where = interpreter()
@@ -158,6 +170,127 @@ def launch(
     rec.cpus_allowed = cpus_allowed
     rec.trace = tracing.collect(config, run_dir, outcome.result, trace_note)
     return rec
+
+
+def launch_replicas(
+    config: RunConfig,
+    run_dir: Path,
+    interpreter: Interpreter,
+    sample: bool,
+    tick: Callable[[], None] | None,
+    data_file: Path | None,
+    on_worker_start: Callable[[int], None] | None,
+    token: str,
+) -> RunRecord:
+    """A data-parallel run: its replicas started together, each in its folder on its share of the
+    CPUs, watched together (process.run_workers), their outcomes made the run's
+    (launch/replicas.py). A rendezvous port taken meanwhile starts the run again on another."""
+    run_dir.mkdir(parents=True)
+    python, where = interpreter()
+    available = os.sched_getaffinity(0)
+    plan, problem = replicas.plan(config, available)
+    if python is None or plan is None:
+        outcome = outcomes.Outcome(
+            "unavailable" if python is None else "skipped", reason=where if python is None else problem
+        )
+        write_spec(run_dir, config, data_file)
+        env, threads = worker_env(config)
+        cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]
+        rec = gather(
+            config, outcome, run_dir, now(), None, _shell_command(run_dir, env, threads, cmd), threads
+        )
+        rec.cpus_allowed = len(available)
+        return rec
+    for attempt in range(replicas.PORT_TRIES):
+        if attempt:
+            _clear(run_dir)
+        rec, taken = _replicated(
+            config, run_dir, python, plan, sample, tick, data_file, on_worker_start, token
+        )
+        if not taken:
+            break
+    return rec
+
+
+def _clear(run_dir: Path) -> None:
+    """An attempt's files gone, so that the next attempt's are the run's."""
+    for path in sorted(run_dir.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink()
+
+
+def _replicated(
+    config: RunConfig,
+    run_dir: Path,
+    python: Path,
+    plan: replicas.Plan,
+    sample: bool,
+    tick: Callable[[], None] | None,
+    data_file: Path | None,
+    on_worker_start: Callable[[int], None] | None,
+    token: str,
+) -> tuple[RunRecord, bool]:
+    """One attempt at the replicated run; the record, and whether the rendezvous port was taken."""
+    address = f"{replicas.HOST}:{replicas.free_port()}"
+    members: list[Member] = []
+    sidecars: list[Sidecar | None] = []
+    commands = []
+    for rank in range(plan.count):
+        where = replicas.folder(run_dir, rank)
+        where.mkdir(exist_ok=True)
+        write_spec(
+            where,
+            config,
+            data_file,
+            replica={"rank": rank, "count": plan.count, "address": address, "threads": plan.threads},
+        )
+        env, threads = worker_env(config, plan.threads)
+        cmd = [str(python), "-m", "workers", "--spec", "spec.json"]
+        cmd, _ = tracing.wrap(config, cmd, env) if rank == 0 else (cmd, None)
+        cpus = set(plan.cpus[rank])
+        sidecar = sidecar_for(config, where, cpus) if sample else None
+        sidecars.append(sidecar)
+        started = _started(sidecar, on_worker_start if rank == 0 else None)
+        members.append(
+            Member(cmd, env, where, cpus, on_start=started, on_exit=sidecar.stop if sidecar else None)
+        )
+        commands.append(_shell_command(where, env, threads, cmd))
+    started_at = now()
+    try:
+        for sidecar in sidecars:
+            if sidecar:
+                sidecar.launch(token)
+        ends = run_workers(members, config.timeout, tick=tick, token=token)
+    except BaseException:
+        for sidecar in sidecars:
+            if sidecar:
+                sidecar.stop()
+        raise
+    ended = []
+    rows = []
+    stderrs = []
+    for rank, finished in enumerate(ends):
+        where = replicas.folder(run_dir, rank)
+        timeline = timelines.read(where / SAMPLES_FILE)
+        outcome = outcomes.classify(finished, where, config.timeout, timeline)
+        ended.append((outcome, finished))
+        events = outcomes.read_events(where / "events.jsonl")
+        rows.append(replicas.row(rank, run_dir, plan, outcome, finished, timeline, events))
+        stderrs.append(rows[-1]["stderr_tail"])
+    outcome, lead = replicas.combine(config, ended)
+    taken = outcome.outcome != "ok" and replicas.port_was_taken(stderrs)
+    command = " & ".join(commands)
+    rec = gather(config, outcome, replicas.folder(run_dir, lead), started_at, ends[lead], command, {})
+    rec.run_dir = run_dir
+    rec.wall_seconds = max(f.wall_seconds for f in ends)
+    rec.timeline = timelines.read(run_dir / SAMPLES_FILE)
+    rec.cpus_allowed = len(plan.cpus[0])
+    rec.thread_env = worker_env(config, plan.threads)[1]
+    rec.trace = tracing.collect(config, run_dir, ended[0][0].result, None)
+    rec.replicas = rows
+    return rec, taken
 
 
 def _run(

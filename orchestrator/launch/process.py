@@ -88,6 +88,7 @@ class Finished:
     interrupted: bool = False
     oom_kills: int = 0  # kernel OOM kills in our memory cgroup while the run lived
     interrupted_by: str | None = None  # "Ctrl-C" or the signal's name
+    ended_by: int | None = None  # a replica bench ended because this other replica (its index) failed
 
 
 def die_with_parent() -> None:
@@ -278,45 +279,149 @@ def run_worker(
     watcher can take its last look at children that are still alive. ``token`` marks every
     process of the run (a fresh one if None); whatever carries it is killed at the end.
     """
-    token = token or env.get(orphans.TOKEN_VARIABLE) or orphans.new_token()
-    env = {**env, orphans.TOKEN_VARIABLE: token}
+    member = Member(
+        command,
+        env,
+        cwd,
+        cpus,
+        on_start=on_start,
+        on_exit=on_exit,
+    )
+    return run_workers([member], timeout, tick, tick_seconds, token)[0]
+
+
+@dataclass
+class Member:
+    """One process of a run: the worker, or one replica of a data-parallel run."""
+
+    command: list[str]
+    env: Mapping[str, str]
+    cwd: Path
+    cpus: set[int] | None = None
+    on_start: Callable[[int, float], None] | None = None
+    on_exit: Callable[[], None] | None = None
+
+
+def _failed(proc: subprocess.Popen[bytes]) -> bool:
+    return proc.returncode is not None and proc.returncode != 0
+
+
+def run_workers(
+    members: list[Member],
+    timeout: float,
+    tick: Callable[[], None] | None = None,
+    tick_seconds: float = 0.5,
+    token: str | None = None,
+) -> list[Finished]:
+    """Run every member to its end, each in its own process group, and return how each ended.
+
+    The members of a data-parallel run live and die together: the first that fails (a non-zero
+    exit or a signal) ends the others (TERM, then KILL after the grace period), and each of those is
+    ``ended_by`` the failed one's index; a member that exits 0 leaves the others running; at the
+    timeout, or on Ctrl-C or a stop signal, all of them are ended. Nothing any member started is left.
+    """
+    first = members[0]
+    token = token or first.env.get(orphans.TOKEN_VARIABLE) or orphans.new_token()
     oom_before = oom_kill_count()
     start = time.monotonic()
     t0 = time.time()
-    timed_out = False
+    timed_out: set[int] = set()  # the members still running at the timeout
     interrupted_by = None
-    proc: subprocess.Popen[bytes] | None = None
+    procs: list[tuple[subprocess.Popen[bytes], capture.Capture]] = []
+    exited_at: dict[int, float] = {}
+    ended_by: dict[int, int] = {}
     with stop_signals_interrupt(only_unhandled=True) as taken:
         try:
-            with signals_blocked():
-                proc, streams = _spawn(command, env, cwd, cpus)
-            if on_start is not None:
-                on_start(proc.pid, t0)
-            while not _wait(proc, min(tick_seconds, max(0.0, start + timeout - time.monotonic()))):
+            for member in members:
+                env = {**member.env, orphans.TOKEN_VARIABLE: token}
+                with signals_blocked():
+                    procs.append(_spawn(member.command, env, member.cwd, member.cpus))
+                if member.on_start is not None:
+                    member.on_start(procs[-1][0].pid, t0)
+            while True:
+                live = [i for i, (p, _) in enumerate(procs) if i not in exited_at]
+                if not live:
+                    break
+                left = max(0.0, start + timeout - time.monotonic())
+                gone = _wait_any([procs[i][0] for i in live], live, min(tick_seconds, left))
+                for i in gone:  # those seen in one wake-up ended together
+                    exited_at[i] = time.monotonic() - start if i == gone[0] else exited_at[gone[0]]
+                failed = [i for i in exited_at if _failed(procs[i][0]) and i not in ended_by]
+                if failed:
+                    culprit = min(failed, key=lambda i: (exited_at[i], procs[i][0].returncode >= 0))
+                    for i in live:
+                        if i not in exited_at:
+                            ended_by[i] = culprit
+                            _terminate(procs[i][0])
+                            exited_at[i] = time.monotonic() - start
+                    continue
                 if time.monotonic() - start >= timeout:
-                    timed_out = True
-                    _terminate(proc)
+                    running = [i for i in range(len(procs)) if i not in exited_at]
+                    _terminate_all([procs[i][0] for i in running])
+                    timed_out.update(running)
                     break
                 if tick is not None:
                     tick()
         except KeyboardInterrupt as exc:
-            if proc is None:
+            if not procs:
                 raise
             interrupted_by = interrupt_name(exc)
-            _terminate(proc)
+            _terminate_all([p for p, _ in procs])
         finally:
-            if proc is not None:
-                _end(proc, streams, token, on_exit)
-    assert proc is not None
+            for member, (proc, streams) in zip(members, procs, strict=False):  # procs: those spawned
+                _end(proc, streams, token, member.on_exit)
     if interrupted_by in taken:  # nobody above handles it: once all is ended, it ends the command
         raise Interrupted(interrupted_by)
     oom_after = oom_kill_count()
     oom_kills = (oom_after - oom_before) if oom_before is not None and oom_after is not None else 0
-    return Finished(
-        returncode=proc.returncode,
-        wall_seconds=time.monotonic() - start,
-        timed_out=timed_out,
-        interrupted=interrupted_by is not None,
-        oom_kills=oom_kills,
-        interrupted_by=interrupted_by,
-    )
+    wall = time.monotonic() - start
+    return [
+        Finished(
+            returncode=proc.returncode,
+            wall_seconds=exited_at.get(i, wall),
+            timed_out=i in timed_out,
+            interrupted=interrupted_by is not None,
+            oom_kills=oom_kills,
+            interrupted_by=interrupted_by,
+            ended_by=ended_by.get(i),
+        )
+        for i, (proc, _) in enumerate(procs)
+    ]
+
+
+def _wait_any(procs: list[subprocess.Popen[bytes]], indices: list[int], seconds: float) -> list[int]:
+    """Sleep until one of the processes exits or the time passes; the indices of those that exited."""
+    if len(procs) == 1:
+        return indices if _wait(procs[0], seconds) else []
+    fds = []
+    try:
+        for proc in procs:
+            with contextlib.suppress(AttributeError, OSError):
+                fds.append(os.pidfd_open(proc.pid))
+        if len(fds) == len(procs):
+            select.select(fds, [], [], max(seconds, 0.0))
+        else:  # no pidfds here: poll
+            time.sleep(min(max(seconds, 0.0), 0.05))
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return [i for i, proc in zip(indices, procs, strict=True) if proc.poll() is not None]
+
+
+def _terminate_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    """TERM every group at once, then KILL those still there after one grace period."""
+    if len(procs) == 1:
+        _terminate(procs[0])
+        return
+    for proc in procs:
+        _kill_group(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_SECONDS
+    try:
+        for proc in procs:
+            if not _wait(proc, max(0.0, deadline - time.monotonic())):
+                _kill_group(proc.pid, signal.SIGKILL)
+    except KeyboardInterrupt:
+        for proc in procs:
+            _kill_group(proc.pid, signal.SIGKILL)
+    for proc in procs:
+        proc.wait()

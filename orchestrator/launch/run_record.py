@@ -40,6 +40,9 @@ class RunRecord:
     node: str | None = None
     host: dict[str, Any] | None = None
     packed: bool = False
+    # A data-parallel run's replicas (launch/replicas.py), one row each for the replicas table;
+    # empty for a run of one process.
+    replicas: list[dict[str, Any]] = field(default_factory=list)
 
 
 def now() -> str:

@@ -152,6 +152,7 @@ class Database:
         self.samples = self.meta.tables["samples"]
         self.phases = self.meta.tables["phases"]
         self.kernels = self.meta.tables["kernels"]
+        self.replicas = self.meta.tables["replicas"]
 
     def _prepare_postgres(self, create: bool) -> None:
         """Create or upgrade under an advisory lock: drivers starting together do it once."""

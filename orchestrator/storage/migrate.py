@@ -38,6 +38,7 @@ TABLES_BY_VERSION = {
     6: _FIRST_TABLES | {"samples", "phases", "kernels"},
     7: _FIRST_TABLES | {"samples", "phases", "kernels"},
     8: _FIRST_TABLES | {"samples", "phases", "kernels"},
+    9: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas"},
 }
 
 

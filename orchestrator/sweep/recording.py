@@ -104,6 +104,7 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     row.update(where_it_died(rec.events))
     row.update(summarise(rec.epochs))
     row["tokens_per_second"] = tokens_per_second(rec.config, row.get("images_per_second"))
+    row["global_batch"] = rec.config.global_batch
     # After the configuration's own columns: the min_time and min_steps the run used, resolved.
     row.update(samples.run_settings(rec.config, row, result.get("samples_stopped_by")))
     row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
@@ -221,6 +222,10 @@ def store_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
         phases = timelines.phases(rec.timeline, rec.cpus_allowed)
         if phases:
             conn.execute(db.phases.insert(), [{"run_id": run_id, **r} for r in phases])
+        if rec.replicas:
+            conn.execute(
+                db.replicas.insert(), [fit(db.replicas, {"run_id": run_id, **r}) for r in rec.replicas]
+            )
         kernels = kernel_classes.rows(tracing.records(rec.trace))
         if kernels:
             conn.execute(db.kernels.insert(), [fit(db.kernels, {"run_id": run_id, **r}) for r in kernels])

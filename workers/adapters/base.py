@@ -148,6 +148,16 @@ class Adapter(object):
         info.update(self.execution)
         return info
 
+    # -- data-parallel replicas (docs/distributed.md) ----------------------------------------
+
+    def join_replicas(self, replica):
+        """Join the run's other replicas through the framework's own data-parallel machinery, after
+        setup() and before build(): ``replica`` is {"rank", "count", "address"} (host:port on which
+        they meet). The runner gives each replica its share of every global batch; the adapter makes
+        its optimizer step the same on all of them (gradients averaged over the replicas)."""
+        raise Unsupported("data-parallel training (replicas) is not built into bench's {} adapter yet".format(
+            self.title or self.name))
+
     def setup(self):
         """Import the framework, apply thread settings, check the device.
 

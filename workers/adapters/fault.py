@@ -205,6 +205,49 @@ def _hostile_result(result_path):
     os._exit(0)
 
 
+class _Collective(object):
+    """A data-parallel run's gradient exchange, as small as it can be: replica 0 listens on the
+    rendezvous address, the others connect; each step every replica sends one byte to replica 0,
+    which answers each once all have sent. A replica that hangs makes the others wait (the run times
+    out); one that dies makes replica 0 fail on the closed connection, as a framework's would."""
+
+    def __init__(self, rank, count, address):
+        import socket
+        host, port = address.rsplit(":", 1)
+        self.rank = rank
+        if rank == 0:
+            server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            server.bind((host, int(port)))  # EADDRINUSE here if another took the port
+            server.listen(count)
+            self.peers = [server.accept()[0] for _ in range(count - 1)]
+            server.close()
+        else:
+            deadline = time.time() + 60
+            while True:
+                try:
+                    self.peers = [socket.create_connection((host, int(port)), timeout=5)]
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.05)
+            self.peers[0].settimeout(None)
+
+    def _take(self, peer):
+        if not peer.recv(1):
+            raise ConnectionError("fault worker: a replica closed the collective's connection")
+
+    def all_reduce(self):
+        if self.rank == 0:
+            for peer in self.peers:
+                self._take(peer)
+            for peer in self.peers:
+                peer.sendall(b"r")
+        else:
+            self.peers[0].sendall(b"s")
+            self._take(self.peers[0])
+
+
 class _Tracer(base.Tracer):
     """Made-up records in a fixed proportion of the traced time, so the tracing path (result,
     database, reports) can be tested without a framework; the backend's name says so."""
@@ -236,6 +279,10 @@ class Adapter(base.Adapter):
     def __init__(self, config):
         base.Adapter.__init__(self, config)
         self.fault = config.get("fault") or "ok"
+        replica = config.get("replica") or {}
+        if config.get("fault_replica") is not None and replica.get("rank", 0) != config["fault_replica"]:
+            self.fault = "ok"  # the fault strikes one replica; this one runs ok
+        self.collective = None
         self.after = config.get("after_steps")
         self.steps_done = 0
         self.losses = 0
@@ -293,6 +340,9 @@ class Adapter(base.Adapter):
             return {"framework_version": "fault " + HOSTILE, "threads": {}, "device_name": HOSTILE}
         return {"framework_version": "fault", "threads": {}, "device_name": "none"}
 
+    def join_replicas(self, replica):
+        self.collective = _Collective(replica["rank"], replica["count"], replica["address"])
+
     def build_model(self):
         return 0
 
@@ -320,6 +370,8 @@ class Adapter(base.Adapter):
         if self.after is not None and self.steps_done == self.after:
             self._strike()
         self.steps_done += 1
+        if self.collective is not None:
+            self.collective.all_reduce()  # as a framework's gradient exchange: every replica waits
         # A little real work so a step has a duration, as a framework's would.
         self.losses += sum(range(20000)) % 7
         if self.fault == "learn":  # the loss of this step, on the fixed curve
