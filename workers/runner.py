@@ -7,7 +7,7 @@ the training step itself (batch arrangement, evaluation, loss read-out) stays ou
 import random
 import time
 
-from workers import execution, nvtx, trace, warmup
+from workers import coordination, execution, nvtx, trace, warmup
 
 
 def epoch_order(seed, epoch, size):
@@ -65,7 +65,11 @@ def minor_faults():
         return None
 
 
-def _warmup(adapter, config, events, train_size, marks):
+def _alone(value):
+    return value
+
+
+def _warmup(adapter, config, events, train_size, marks, decide=_alone):
     """Untimed steps until the run is steady (workers/warmup.py); the result's "warmup" object and
     the first training step's loss (read after step 1: it is untimed, and nothing else sees it)."""
     if not config["warmup_steps"]:
@@ -79,7 +83,7 @@ def _warmup(adapter, config, events, train_size, marks):
     step = _step_function(adapter, config)
     training = config.get("task") != "inference"
     first_loss = None
-    while state.more():
+    while decide(state.more()):  # a data-parallel run's replicas go on as replica 0 says
         i = len(state.seconds)
         start = time.perf_counter()
         step(i % steps)
@@ -191,26 +195,36 @@ MAX_EXTRA_EPOCHS = 1000
 TIMEOUT_SHARE = 0.7
 
 
-def extra_epochs(config, records, more, per_epoch, started, stopped_at_target=False):
+def extra_epochs(config, records, more, per_epoch, started, stopped_at_target=False, decide=_alone):
     """Add timed epochs (``more(epoch)`` runs one) until the run has min_time seconds and
     min_steps steps of timing; return None, or what stopped it short.
 
     They continue the last repeat, numbered after its configured epochs (each in the order its
     number gives, as a configured epoch would be), so that every sample times the same work. A
-    last repeat that stop_at_target ended gets none: it would train on past its target.
+    last repeat that stop_at_target ended gets none: it would train on past its target. In a
+    data-parallel run replica 0's timings decide for every replica (``decide``).
     """
     epoch = config["epochs"]
-    while (sum(r["seconds"] for r in records) < (config.get("min_time") or 0)
-           or sum(r["steps"] for r in records) < (config.get("min_steps") or 1)):
-        if stopped_at_target:
-            return "stop_at_target (the last repeat ended at its target: no extra epochs)"
-        if epoch - config["epochs"] >= MAX_EXTRA_EPOCHS:
-            return "the bound of {} extra epochs".format(MAX_EXTRA_EPOCHS)
-        if time.perf_counter() - started + 2 * per_epoch > TIMEOUT_SHARE * config["timeout"]:
-            return "the run's timeout ({:g} s)".format(config["timeout"])
+    while True:
+        step = decide(_next_extra(config, records, per_epoch, started, stopped_at_target, epoch))
+        if step != "go":
+            return step  # None: enough samples; else what stopped them short
         epoch += 1
         records.append(more(epoch))
-    return None
+
+
+def _next_extra(config, records, per_epoch, started, stopped_at_target, epoch):
+    """None when the samples are enough, "go" for one more extra epoch, else why not."""
+    if (sum(r["seconds"] for r in records) >= (config.get("min_time") or 0)
+            and sum(r["steps"] for r in records) >= (config.get("min_steps") or 1)):
+        return None
+    if stopped_at_target:
+        return "stop_at_target (the last repeat ended at its target: no extra epochs)"
+    if epoch - config["epochs"] >= MAX_EXTRA_EPOCHS:
+        return "the bound of {} extra epochs".format(MAX_EXTRA_EPOCHS)
+    if time.perf_counter() - started + 2 * per_epoch > TIMEOUT_SHARE * config["timeout"]:
+        return "the run's timeout ({:g} s)".format(config["timeout"])
+    return "go"
 
 
 def _reached(config, record):
@@ -219,7 +233,7 @@ def _reached(config, record):
     return target is not None and accuracy is not None and accuracy >= target
 
 
-def _repeat(adapter, config, events, train_size, session, marks, repeat, records):
+def _repeat(adapter, config, events, train_size, session, marks, repeat, records, decide=_alone):
     """One repeat's configured epochs (to its target, with stop_at_target); its target record and
     when its clock began."""
     # Warm-up and earlier repeats changed the weights: every timed repeat starts from the
@@ -231,7 +245,7 @@ def _repeat(adapter, config, events, train_size, session, marks, repeat, records
     for epoch in range(1, config["epochs"] + 1):
         record = _epoch(adapter, config, events, train_size, repeat, epoch, session, marks, began=began)
         records.append(record)
-        if not hit["reached"] and _reached(config, record):  # the first epoch that reaches it
+        if not hit["reached"] and decide(_reached(config, record)):  # the first epoch that reaches it
             hit.update(reached=True, epoch=epoch, seconds=record["wall_seconds"])
             events.emit("target", **hit)
             if config.get("stop_at_target"):
@@ -239,14 +253,14 @@ def _repeat(adapter, config, events, train_size, session, marks, repeat, records
     return hit, began
 
 
-def _timed(adapter, config, events, train_size, session, marks, started):
+def _timed(adapter, config, events, train_size, session, marks, started, decide=_alone):
     """Every repeat's configured epochs, then the extra ones; the records, what stopped them, and
     the time to target of each repeat."""
     records = []
     hits = []
     timed_from = time.perf_counter()
     for repeat in range(config["repeats"]):
-        hit, began = _repeat(adapter, config, events, train_size, session, marks, repeat, records)
+        hit, began = _repeat(adapter, config, events, train_size, session, marks, repeat, records, decide)
         hits.append(hit)
     per_epoch = (time.perf_counter() - timed_from) / len(records)
 
@@ -255,7 +269,7 @@ def _timed(adapter, config, events, train_size, session, marks, started):
                       extra=True, began=began)
 
     stopped = hits[-1]["reached"] and bool(config.get("stop_at_target"))
-    return records, extra_epochs(config, records, more, per_epoch, started, stopped), hits
+    return records, extra_epochs(config, records, more, per_epoch, started, stopped, decide), hits
 
 
 def target_summary(config, hits):
@@ -280,8 +294,10 @@ def run(adapter, config, events):
     events.set_phase("import")
     info = adapter.setup()
     events.emit("setup", **info)
+    channel = coordination.Alone()
     if replica_of(config)[1] > 1:
         events.set_phase("join")
+        channel = coordination.channel_for(config)  # bench's own, for replica 0's decisions
         adapter.join_replicas(config["replica"])
         events.emit("joined", rank=replica_of(config)[0], count=replica_of(config)[1])
     events.set_phase("build")
@@ -290,8 +306,10 @@ def run(adapter, config, events):
     events.set_phase("data")
     train_size, val_size = adapter.load_data()
     events.emit("data", train_size=train_size, val_size=val_size)
-    warm, first_loss = _warmup(adapter, config, events, train_size, marks)
-    records, stopped, hits = _timed(adapter, config, events, train_size, session, marks, started)
+    warm, first_loss = _warmup(adapter, config, events, train_size, marks, channel.decide)
+    records, stopped, hits = _timed(adapter, config, events, train_size, session, marks, started,
+                                    channel.decide)
+    channel.close()
     result = {
         "status": "ok",
         "samples_stopped_by": stopped,

@@ -233,19 +233,17 @@ def _replicated(
     token: str,
 ) -> tuple[RunRecord, bool]:
     """One attempt at the replicated run; the record, and whether the rendezvous port was taken."""
-    address = f"{replicas.HOST}:{replicas.free_port()}"
+    address = f"{replicas.HOST}:{replicas.free_port()}"  # the framework's rendezvous
+    control = f"{replicas.HOST}:{replicas.free_port()}"  # bench's own (workers/coordination.py)
     members: list[Member] = []
     sidecars: list[Sidecar | None] = []
     commands = []
     for rank in range(plan.count):
         where = replicas.folder(run_dir, rank)
         where.mkdir(exist_ok=True)
-        write_spec(
-            where,
-            config,
-            data_file,
-            replica={"rank": rank, "count": plan.count, "address": address, "threads": plan.threads},
-        )
+        replica: dict[str, Any] = {"rank": rank, "count": plan.count, "threads": plan.threads}
+        replica.update(address=address, control=control)
+        write_spec(where, config, data_file, replica=replica)
         env, threads = worker_env(config, plan.threads)
         cmd = [str(python), "-m", "workers", "--spec", "spec.json"]
         cmd, _ = tracing.wrap(config, cmd, env) if rank == 0 else (cmd, None)

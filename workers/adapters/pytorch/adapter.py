@@ -44,6 +44,7 @@ class Adapter(base.Adapter):
         self._run = None  # what a step calls: the module (eager) or its torch.compile wrapper
         self._autocast = None  # (device type, dtype) of a bf16/fp16 run's torch.autocast, else None
         self._scaler = None  # fp16's torch.amp.GradScaler
+        self._replica = None  # a data-parallel run's replica: join_replicas() joined its group
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -144,6 +145,35 @@ class Adapter(base.Adapter):
             return _NoContext()
         return self.torch.autocast(self._autocast[0], dtype=self._autocast[1])
 
+    # -- data-parallel replicas --------------------------------------------------------------
+
+    def join_replicas(self, replica):
+        """torch.distributed's process group over TCP at the rendezvous (gloo on the CPU, NCCL on
+        GPUs, one GPU a replica); build() wraps the model in DistributedDataParallel."""
+        import datetime
+
+        dist = self.torch.distributed
+        if not dist.is_available():
+            raise base.Unsupported("this torch {} was built without torch.distributed".format(
+                self.torch.__version__))
+        backend = "nccl" if self.cuda else "gloo"
+        if self.cuda:
+            count = self.torch.cuda.device_count()
+            if replica["rank"] >= count:
+                raise base.Unsupported("replica {} needs a GPU of its own; this machine has {}".format(
+                    replica["rank"], count))
+            self.torch.cuda.set_device(replica["rank"])
+            self.device = self.torch.device("cuda", replica["rank"])
+        # The timeout bounds a collective that never completes; bench's own timeout ends the run
+        # first where it is shorter.
+        seconds = max(60.0, float(self.config.get("timeout") or 300))
+        dist.init_process_group(backend, init_method="tcp://" + replica["address"], rank=replica["rank"],
+                                world_size=replica["count"], timeout=datetime.timedelta(seconds=seconds))
+        self._replica = replica
+        self.execution["data_parallel"] = (
+            "torch.nn.parallel.DistributedDataParallel ({} over {} replicas, gradients averaged in "
+            "buckets during backward)".format(backend, replica["count"]))
+
     # -- model -----------------------------------------------------------------------------
 
     def build(self, arch):
@@ -173,6 +203,11 @@ class Adapter(base.Adapter):
         """The module itself (eager), or torch.compile's wrapper of it (graph, compiled). Nothing is
         compiled here: Dynamo captures on the first call (warm-up, or the first step)."""
         mode = self.mode()
+        if self._replica is not None:
+            # DDP around the module (its hooks average the gradients during backward), and
+            # torch.compile around DDP, the order PyTorch's DDP documentation gives.
+            ddp = self.torch.nn.parallel.DistributedDataParallel
+            model = ddp(model, device_ids=[self.device.index] if self.cuda else None)
         if mode == "eager":
             return model
         if self.config["model"] == "gru":
