@@ -38,11 +38,16 @@ OTHER = "other"
 # GEMM alone, so a class of its own (issue 25); attention written as explicit products shows as
 # batched GEMM, softmax (reduction) and elementwise instead.
 ATTENTION = "fused attention"
+# The gradient exchange of a data-parallel run (issue 26): collectives (all-reduce, all-gather,
+# reduce-scatter, broadcast) as the communication library runs them: NCCL's kernels on GPUs,
+# gloo's and c10d's operators, TensorFlow's collective ops, MXNet's kvstore, XLA's all-reduce.
+COMMUNICATION = "communication"
 # In the order reports list them.
 CLASSES = (
     GEMM,
     BATCHED_GEMM,
     ATTENTION,
+    COMMUNICATION,
     CONVOLUTION,
     ELEMENTWISE,
     REDUCTION,
@@ -71,6 +76,13 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"chunk|alias|lift_fresh|_unsafe_view|set_)$",
     ),
     _rule(OTHER, r"^(detach|Optimizer\.\w+#|ReadVariableOp$|DeleteVariable$|Identity$)", case=True),
+    # Collectives before everything that moves or adds numbers: an all-reduce does both.
+    _rule(
+        COMMUNICATION,
+        r"^(gloo|nccl|c10d|mpi):|^c10d::|\bnccl\w*(kernel|allreduce|allgather|reducescatter|broadcast)|"
+        r"all_?reduce|all_?gather|reduce_?scatter|Collective(Reduce|Gather|Bcast)|kvstore|"
+        r"^(wrapped_)?(all-reduce|all-gather|reduce-scatter|collective-permute)",
+    ),
     # Copies: CUDA memcpy/memset records, device copy and layout-transpose kernels, host copies.
     _rule(MEMORY_COPY, r"memcpy|memset|direct_copy_kernel|copy_kernel|cubeTranspose|nchwToNhwc|nhwcToNchw"),
     _rule(

@@ -174,6 +174,11 @@ def test_a_replica_killed_from_outside_is_a_crash_naming_it(write_matrix, cli, w
     assert (reps[0]["outcome"], reps[0]["ended_by"]) == ("stopped", 1)
     assert reps[1]["pid"] == killed[0]
     assert not [p for p in pids_of(Path(run["run_dir"])) if alive(p)]
+    shown = cli("inspect", str(run["id"])).output
+    assert "replicas (2; batch_size is per replica" in shown
+    assert "  replica 0: stopped, CPUs " in shown and "ended by bench: replica 1 failed" in shown
+    assert "  replica 1: crash, CPUs " in shown and f"pid {killed[0]}," in shown
+    assert "its folder: replica-1/" in shown
 
 
 def test_more_replicas_than_cpus_is_skipped_with_the_reason(write_matrix, cli, workdir):
@@ -270,3 +275,60 @@ def test_the_replica_command_is_shown_for_each_replica(write_matrix, cli, workdi
     (run,) = rows(workdir / "bench.db", "SELECT worker_command FROM runs")
     assert run["worker_command"].count("-m workers --spec spec.json") == 2
     assert "replica-1" in run["worker_command"]
+
+
+def test_the_scaling_table_sets_each_replica_count_beside_one_replica(write_matrix, cli, workdir):
+    """Replicas 1 and 2 of the same configuration, traced: the one-replica row is the baseline,
+    the two-replica row's efficiency is its images/s over twice the baseline's, and its
+    communication share is what its trace classed as the gradient exchange (the fault worker's
+    tracer gives the exchange a tenth of the time)."""
+    matrix = MATRIX.replace("  replicas: 2\n", "  trace: kernels\n") + "axes:\n  replicas: [1, 2]\n"
+    result = cli("run", "--matrix", str(write_matrix(matrix)))
+    assert result.exit_code == 0, result.output
+    table = cli("report", "--table", "scaling")
+    assert table.exit_code == 0, table.output
+    assert "data-parallel scaling: batch_size is per replica" in table.output
+    records = json.loads(cli("report", "--table", "scaling", "--format", "json").output)
+    rows = {r["replica_count"]: r for r in records["rows"]}
+    one, two = rows[1], rows[2]
+    assert (one["global_batch"], two["global_batch"]) == (4, 8)
+    assert one["scaling_efficiency"] == pytest.approx(1.0)
+    expected = two["images_per_second_median"] / (2 * one["images_per_second_median"])
+    assert two["scaling_efficiency"] == pytest.approx(expected)
+    assert two["baseline_config_hash"] == one["config_hash"]
+    assert two["communication_share"] == pytest.approx(0.1, rel=1e-6)
+    assert one["communication_share"] == 0.0
+    assert "10.0%" in table.output and "baseline" in table.output
+
+
+def test_a_version_8_database_gains_the_replica_columns_and_table_and_keeps_its_rows(tmp_path):
+    """Schema 9 adds runs.replicas, fault_replica and global_batch, and the replicas table; a
+    version 8 file (tests/data/schema_v8.sql) is brought up and its rows read back unchanged."""
+    from orchestrator.storage.db import Database, schema_version
+
+    old = tmp_path / "bench.db"
+    conn = sqlite3.connect(old)
+    conn.executescript((Path(__file__).parent / "data" / "schema_v8.sql").read_text())
+    conn.execute(
+        "INSERT INTO sweeps (name, started_at, status, total_configs, host, machine, bench_version, command) "
+        "VALUES ('s', 't', 'finished', 1, 'h', 'm', 'v', 'c')"
+    )
+    config = RunConfig(framework="pytorch")
+    conn.execute(
+        "INSERT INTO runs (sweep_id, config_hash, framework, model, device, batch_size, optimizer, lr, "
+        "momentum, epochs, warmup_steps, repeats, timeout, dataset, dataset_size, image_size, classes, "
+        "val_fraction, threads, seed, config_json, outcome, started_at, ended_at, wall_seconds, "
+        "run_dir, worker_command, reproduce, images_per_second) VALUES (1, ?, 'pytorch', 'small_cnn', 'cpu', "
+        "32, 'sgd', 0.01, 0.9, 1, 2, 1, 300, 'synthetic', 256, 64, 10, 0.2, 0, 0, ?, 'ok', 't', 't', 1, 'd', "
+        "'w', 'r', 12.5)",
+        (config.config_hash, json.dumps(config.to_dict())),
+    )
+    conn.commit()
+    conn.close()
+    Database(str(old), create=False).close()
+    conn = sqlite3.connect(old)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema_version() >= 9
+    row = conn.execute("SELECT model, images_per_second, replicas, global_batch FROM runs").fetchone()
+    assert row == ("small_cnn", 12.5, None, None)  # nothing recorded is changed or made up
+    assert conn.execute("SELECT count(*) FROM replicas").fetchone()[0] == 0
+    conn.close()

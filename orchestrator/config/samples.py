@@ -93,8 +93,14 @@ def pooled_timing(ok: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _images(row: dict[str, Any]) -> int | None:
-    steps, batch = row.get("steps_per_epoch"), row.get("batch_size")
+    steps, batch = row.get("steps_per_epoch"), global_batch(row)
     return steps * batch if steps and batch else None
+
+
+def global_batch(row: dict[str, Any]) -> int | None:
+    """A stored configuration's samples per step, every replica's (batch_size is per replica)."""
+    batch = row.get("batch_size")
+    return batch * (row.get("replicas") or 1) if batch else None
 
 
 TIMING_KEYS = tuple(

@@ -19,12 +19,13 @@ from orchestrator.errors import ConfigError
 from orchestrator.report import kernels, resources, results
 from orchestrator.report.compare import compare as compare_sweeps
 from orchestrator.report.modes import modes
+from orchestrator.report.scaling import scaling
 from orchestrator.report.select import ALL, Selection, parse_sweeps, parse_where, selection
 from orchestrator.report.tables import Table, accuracy, comparison, render_table
 from orchestrator.report.throughput import batch, inference
 from orchestrator.storage.db import Database
 
-TABLES = ("results", "comparison", "batch", "inference", "accuracy", "modes", "resources")
+TABLES = ("results", "comparison", "batch", "inference", "accuracy", "modes", "scaling", "resources")
 # The research's tables (--table NAME): any number of sweeps, pooled per configuration and machine.
 BUILDERS: dict[str, Callable[[Database, Selection], Table]] = {
     "comparison": comparison,
@@ -32,6 +33,7 @@ BUILDERS: dict[str, Callable[[Database, Selection], Table]] = {
     "inference": inference,
     "accuracy": accuracy,
     "modes": modes,
+    "scaling": scaling,
 }
 
 

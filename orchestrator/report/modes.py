@@ -71,7 +71,7 @@ def modes(db: Database, sel: Selection) -> Table:
 
 def _step(r: Row) -> None:
     """Milliseconds per training (or inference) step, from the one aggregate, seconds per image."""
-    scale = 1000 * (r.get("batch_size") or 0)
+    scale = 1000 * (samples.global_batch(r) or 0)
     for end in ("median", "min", "max"):
         spi = r.get(f"seconds_per_image_{end}")
         r[f"step_ms_{end}"] = spi * scale if r.get("ok_runs") and spi and scale else None

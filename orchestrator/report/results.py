@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from orchestrator.config import samples
 from orchestrator.config.checks import config_from_stored
+from orchestrator.config.values import cut, format_size
 from orchestrator.errors import BenchError, DatabaseError
 from orchestrator.report import kernels, timeline
 from orchestrator.report.select import (
@@ -253,7 +254,41 @@ def load_run(db: Database, run_id: int) -> dict[str, Any]:
         "phases": timeline.phases(db, run_id),
         "last_samples": timeline.samples(db, run_id, last=timeline.LAST_SAMPLES),
         "kernels": kernels.run_kernels(db, run_id),
+        "replicas": list(
+            db.rows(
+                sa.select(db.replicas).where(db.replicas.c.run_id == run_id).order_by(db.replicas.c.replica)
+            )
+        ),
     }
+
+
+def _replica_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A data-parallel run's replicas, one line each (every value read back is outside text)."""
+    if not rows:
+        return []
+    lines = [
+        "",
+        f"replicas ({len(rows)}; batch_size is per replica, the run's figures all of them together):",
+    ]
+    for r in rows:
+        text = (
+            f"  replica {safe_line(r['replica'])}: {safe_line(r['outcome'])}, CPUs {safe_line(r['cpus'])}, "
+            f"threads {safe_line(r['threads'])}, pid {safe_line(r['pid'])}, {number(r['wall_seconds'])} s"
+        )
+        if r.get("images_per_second") is not None:
+            text += f", its own {number(r['images_per_second'], 4)} images/s"
+        if r.get("cpu_percent_mean") is not None:
+            text += f", CPU {number(r['cpu_percent_mean'])}%"
+        if isinstance(r.get("rss_peak_bytes"), int) and r["rss_peak_bytes"] > 0:
+            text += f", peak RSS {format_size(r['rss_peak_bytes'])}"
+        if r.get("reason"):
+            text += f": {cut(safe_line(r['reason']), 300)}"
+        lines.append(text)
+        if r.get("run_folder") not in (None, "."):
+            lines.append(
+                f"    its folder: {safe_line(r['run_folder'])}/ (spec.json, events.jsonl, stderr.log)"
+            )
+    return lines
 
 
 def _field(key: str, value: Any) -> str:
@@ -378,6 +413,7 @@ def inspect_text(data: dict[str, Any]) -> str:
     # Each of these is one line quoting the database (a phase, a sampler status, a kernel's name).
     lines += map(safe_line, timeline.resource_lines(run, data["phases"], data["last_samples"]))
     lines += map(safe_line, kernels.inspect_lines(run, data.get("kernels", [])))
+    lines += _replica_lines(data.get("replicas", []))
     if run.get("traceback"):
         lines += ["", "traceback:", *_block(run["traceback"])]
     if run.get("stderr_tail"):

@@ -156,7 +156,7 @@ def throughput(r: dict[str, Any]) -> None:
     from one aggregate, the cell's seconds per image (select._pooled, orchestrator/config/samples.py),
     so images/s × ms/image = 1000 on every row and the range ends agree likewise."""
     steps = r.get("steps_per_epoch")
-    r["images_per_epoch"] = steps * r["batch_size"] if steps else None
+    r["images_per_epoch"] = steps * samples.global_batch(r) if steps and r.get("batch_size") else None
     r["samples_mark"] = samples.cell_marks(r) if r.get("ok_runs") else ""
     tokens = models.tokens_per_sample(r["model"], r.get("sequence_length")) if r.get("model") else None
     for which in ("median", "min", "max"):  # a token model's sequences/s in tokens

@@ -256,16 +256,22 @@ class _Tracer(base.Tracer):
     SPLIT = (("aten::mkldnn_convolution", 0.5), ("volta_sgemm_128x64_nn", 0.2),
              ("maxwell_sgemmBatched_128x128_raggedMn_tn", 0.1), ("aten::relu_", 0.2))
 
-    def __init__(self):
+    # A data-parallel run's replicas exchange their gradients: a tenth of the time, out of relu's.
+    EXCHANGE = (("aten::mkldnn_convolution", 0.5), ("volta_sgemm_128x64_nn", 0.2),
+                ("maxwell_sgemmBatched_128x128_raggedMn_tn", 0.1), ("aten::relu_", 0.1),
+                ("gloo:all_reduce", 0.1))
+
+    def __init__(self, replicated=False):
         base.Tracer.__init__(self)
         self._start = None
+        self.split = self.EXCHANGE if replicated else self.SPLIT
 
     def start(self):
         self._start = time.perf_counter()
 
     def stop(self):
         seconds = time.perf_counter() - self._start
-        for name, part in self.SPLIT:
+        for name, part in self.split:
             self.add(name, 1, seconds * part)
 
 
@@ -347,7 +353,7 @@ class Adapter(base.Adapter):
         return 0
 
     def tracer(self):
-        return _Tracer()
+        return _Tracer(replicated=(self.config.get("replica") or {}).get("count", 1) > 1)
 
     def reset(self):
         self.losses = 0
