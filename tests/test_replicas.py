@@ -210,9 +210,17 @@ def test_a_rendezvous_port_taken_is_tried_again_on_another(write_matrix, cli, wo
     squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     squatter.bind((replicas.HOST, 0))  # bound, not listening: connecting to it is refused
     taken = squatter.getsockname()[1]
-    ports = iter([taken])
-    real = replicas.free_port
-    monkeypatch.setattr(replicas, "free_port", lambda: next(ports, None) or real())
+    real = replicas.free_ports
+    calls: list[list[int]] = []
+
+    def ports(count: int) -> list[int]:
+        got = real(count)
+        if not calls:
+            got[0] = taken  # the first attempt's rendezvous: replica 0 cannot bind it
+        calls.append(got)
+        return got
+
+    monkeypatch.setattr(replicas, "free_ports", ports)
     try:
         result = cli("run", "--matrix", str(write_matrix(MATRIX)))
     finally:
@@ -223,6 +231,7 @@ def test_a_rendezvous_port_taken_is_tried_again_on_another(write_matrix, cli, wo
     spec = json.loads((Path(run["run_dir"]) / "spec.json").read_text())
     assert spec["replica"]["address"] != f"{replicas.HOST}:{taken}"
     assert "Address already in use" not in (Path(run["run_dir"]) / "stderr.log").read_text()
+    assert len(calls) == 2  # the second attempt ran
 
 
 @pytest.mark.parametrize(

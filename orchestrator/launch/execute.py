@@ -233,8 +233,10 @@ def _replicated(
     token: str,
 ) -> tuple[RunRecord, bool]:
     """One attempt at the replicated run; the record, and whether the rendezvous port was taken."""
-    address = f"{replicas.HOST}:{replicas.free_port()}"  # the framework's rendezvous
-    control = f"{replicas.HOST}:{replicas.free_port()}"  # bench's own (workers/coordination.py)
+    # One endpoint a replica for the frameworks that want each replica's (Paddle's), replica 0's the
+    # framework's rendezvous; and bench's own channel (workers/coordination.py).
+    endpoints = [f"{replicas.HOST}:{port}" for port in replicas.free_ports(plan.count + 1)]
+    address, control = endpoints[0], endpoints.pop()
     members: list[Member] = []
     sidecars: list[Sidecar | None] = []
     commands = []
@@ -242,7 +244,7 @@ def _replicated(
         where = replicas.folder(run_dir, rank)
         where.mkdir(exist_ok=True)
         replica: dict[str, Any] = {"rank": rank, "count": plan.count, "threads": plan.threads}
-        replica.update(address=address, control=control)
+        replica.update(address=address, control=control, endpoints=endpoints)
         write_spec(where, config, data_file, replica=replica)
         env, threads = worker_env(config, plan.threads)
         cmd = [str(python), "-m", "workers", "--spec", "spec.json"]

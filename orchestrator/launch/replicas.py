@@ -10,7 +10,6 @@ another.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -65,11 +64,19 @@ def plan(config: RunConfig, available: set[int]) -> tuple[Plan | None, str | Non
     return Plan(count, cpus, threads), None
 
 
-def free_port() -> int:
-    """A port on the loopback interface that nothing listens on now."""
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """``count`` different ports that nothing listens on now (each asked of the kernel while the
+    ones before it are still held, so no two are the same)."""
+    held = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(sock)
+            sock.bind((HOST, 0))
+        return [int(sock.getsockname()[1]) for sock in held]
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def port_was_taken(stderrs: list[str]) -> bool:

@@ -49,6 +49,7 @@ class Adapter(base.Adapter):
         self._batches = []
         self._output = None  # the last inference step's output
         self._scaler = None  # fp16's GradScaler
+        self._replica = None  # a data-parallel run's replica, once join_replicas() joined
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -111,6 +112,36 @@ class Adapter(base.Adapter):
             if precision == "tf32":
                 self.execution["precision_how"] = "paddle.framework.core.set_cublas_switch(True)"
 
+    # -- data-parallel replicas --------------------------------------------------------------
+
+    def join_replicas(self, replica):
+        """Paddle's collective training: its parallel environment from the variables its launcher
+        (paddle.distributed.launch) sets, gloo on the CPU, NCCL on GPUs (replica k on GPU k); build()
+        wraps the model in paddle.DataParallel, which averages the gradients during backward."""
+        if self.mode() != "eager":
+            raise self.unsupported_mode(
+                "bench runs Paddle's data-parallel training in dygraph (eager) only: paddle.DataParallel "
+                "under paddle.jit.to_static is not built here yet")
+        paddle, rank = self.paddle, replica["rank"]
+        endpoints = replica["endpoints"]
+        os.environ.update(
+            PADDLE_TRAINER_ID=str(rank),
+            PADDLE_TRAINERS_NUM=str(replica["count"]),
+            PADDLE_TRAINER_ENDPOINTS=",".join(endpoints),
+            PADDLE_CURRENT_ENDPOINT=endpoints[rank],
+            PADDLE_MASTER=replica["address"],
+            PADDLE_DISTRI_BACKEND="nccl" if self.cuda else "gloo",
+        )
+        if self.cuda:
+            self.place = paddle.CUDAPlace(rank)
+            paddle.set_device("gpu:{}".format(rank))
+            os.environ["FLAGS_selected_gpus"] = str(rank)
+        paddle.distributed.init_parallel_env()
+        self._replica = replica
+        self.execution["data_parallel"] = (
+            "paddle.DataParallel ({} over {} replicas; paddle.distributed.init_parallel_env)".format(
+                os.environ["PADDLE_DISTRI_BACKEND"], replica["count"]))
+
     # -- model -----------------------------------------------------------------------------
 
     def build(self, arch):
@@ -131,7 +162,8 @@ class Adapter(base.Adapter):
         written = attention.how(arch["layers"])
         if written:  # the attention models: how their nodes are written (docs/frameworks/paddle.md)
             self.execution["layers"] = written
-        self.forward, self.execution["how"] = modes.forward_for(paddle, model, self.mode(), self.title)
+        wrapped = paddle.DataParallel(model) if self._replica is not None else model
+        self.forward, self.execution["how"] = modes.forward_for(paddle, wrapped, self.mode(), self.title)
         self._scaler = modes.scaler(paddle, self.precision())
         self.execution["loss_scaling"] = "paddle.amp.GradScaler()" if self._scaler is not None else None
         self.optimizer = self._make_optimizer()

@@ -1,5 +1,6 @@
-"""PyTorch's data-parallel runs (issue 26): DistributedDataParallel over gloo, two real replica
-processes on the loopback interface, launched and recorded by bench.
+"""Each framework's data-parallel runs (issue 26), through its own machinery: PyTorch's
+DistributedDataParallel and Paddle's DataParallel, both over gloo; two real replica processes on
+the loopback interface, launched and recorded by bench.
 
 The loss match: vit_tiny has neither dropout nor batch norm, so two replicas of batch 4 whose
 gradients DDP averages take the very steps one replica of batch 8 takes; their validation losses
@@ -14,6 +15,8 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
+from tests.drivers import framework_python
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.framework,
@@ -23,10 +26,15 @@ pytestmark = [
 # batch 4: the same steps, summed in another order (float32 rounding over a few steps).
 LOSS_TOLERANCE = 1e-4
 
+# Each framework and what its run records of its machinery.
+MACHINERY = {
+    "pytorch": "torch.nn.parallel.DistributedDataParallel (gloo over 2",
+    "paddle": "paddle.DataParallel (gloo over 2",
+}
 MATRIX = """
-name: pytorch-replicas
+name: replicas
 settings:
-  framework: pytorch
+  framework: {framework}
   min_time: 0
   min_steps: 1
   dataset_size: 40
@@ -45,12 +53,14 @@ include:
 """
 
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory, pytorch_python):
+@pytest.fixture(scope="module", params=sorted(MACHINERY))
+def sweep(request, tmp_path_factory):
     from orchestrator.cli.main import cli
 
-    path = tmp_path_factory.mktemp("pytorch-replicas")
-    (path / "m.yaml").write_text(MATRIX)
+    framework = request.param
+    framework_python(framework)
+    path = tmp_path_factory.mktemp(f"{framework}-replicas")
+    (path / "m.yaml").write_text(MATRIX.replace("{framework}", framework))
     cwd = os.getcwd()
     os.chdir(path)
     try:
@@ -64,17 +74,17 @@ def sweep(tmp_path_factory, pytorch_python):
     epochs = [dict(r) for r in conn.execute("SELECT * FROM epochs ORDER BY run_id, repeat, epoch")]
     reps = [dict(r) for r in conn.execute("SELECT * FROM replicas ORDER BY run_id, replica")]
     conn.close()
-    return runs, epochs, reps
+    return runs, epochs, reps, framework
 
 
 def test_every_run_is_ok(sweep):
-    runs, _, _ = sweep
+    runs, _, _, _ = sweep
     for run in runs:
         assert run["outcome"] == "ok", (run["reason"], run["stderr_tail"])
 
 
 def test_two_replicas_take_the_steps_one_replica_of_the_global_batch_takes(sweep):
-    runs, epochs, _ = sweep
+    runs, epochs, _, _ = sweep
     one, two = runs[0], runs[1]
     assert (one["replicas"], one["global_batch"]) == (None, 8)
     assert (two["replicas"], two["global_batch"]) == (2, 8)
@@ -88,10 +98,10 @@ def test_two_replicas_take_the_steps_one_replica_of_the_global_batch_takes(sweep
 
 
 def test_the_run_says_how_its_replicas_were_joined(sweep):
-    runs, _, reps = sweep
+    runs, _, reps, framework = sweep
     two = runs[1]
     execution = json.loads(two["execution"])
-    assert execution["data_parallel"].startswith("torch.nn.parallel.DistributedDataParallel (gloo over 2")
+    assert execution["data_parallel"].startswith(MACHINERY[framework])
     mine = [r for r in reps if r["run_id"] == two["id"]]
     assert [(r["replica"], r["outcome"]) for r in mine] == [(0, "ok"), (1, "ok")]
     assert mine[0]["cpus"] != mine[1]["cpus"] and all(r["threads"] == 1 for r in mine)
@@ -99,7 +109,7 @@ def test_the_run_says_how_its_replicas_were_joined(sweep):
 
 
 def test_a_data_parallel_run_learns_the_synthetic_data(sweep):
-    runs, epochs, _ = sweep
+    runs, epochs, _, _ = sweep
     cnn = runs[2]
     mine = [e for e in epochs if e["run_id"] == cnn["id"] and not e["extra"]]
     assert len(mine) == 6
