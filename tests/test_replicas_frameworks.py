@@ -30,6 +30,7 @@ LOSS_TOLERANCE = 1e-4
 MACHINERY = {
     "pytorch": "torch.nn.parallel.DistributedDataParallel (gloo over 2",
     "paddle": "paddle.DataParallel (gloo over 2",
+    "jax": "jax.distributed over 2 processes (gloo CPU collectives)",
 }
 MATRIX = """
 name: replicas

@@ -53,6 +53,9 @@ class Adapter(base.Adapter):
         self._arch = None
         self._batches = []
         self._compute = None  # bf16/fp16: the jnp dtype of the compute; None for float32
+        # A data-parallel run's shardings over every replica's device (setup()): the batch split,
+        # everything else replicated; None for a run of one process.
+        self._split = self._replicated = None
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -73,6 +76,9 @@ class Adapter(base.Adapter):
             raise base.Unavailable("cannot import jax, flax and optax ({}); install them in this "
                                    "environment (bench env setup jax)".format(exc)) from exc
         self.jax, self.jnp, self.optax = jax, jnp, optax
+        replica = self.config.get("replica") or {}
+        if replica.get("count", 1) > 1:  # before anything starts JAX's backend
+            self._initialize_distributed(jax, replica)
         plugin = _cuda_plugin()
         info = {
             "framework_version": jax.__version__,
@@ -93,13 +99,61 @@ class Adapter(base.Adapter):
             self.gpu = True
             info["device_name"] = self.device.device_kind
         else:
-            self.device = jax.devices("cpu")[0]
+            self.device = jax.local_devices(backend="cpu")[0]  # this process's (of a replica)
             info["device_name"] = base.cpu_name()
         # Read back after the backend has started: the pool exists from then on.
         info["threads"] = _threads_applied(threads)
         self._setup_mode_and_precision(jax, jnp)
         info["settings"]["execution"] = self.execution["how"]
+        if replica.get("count", 1) > 1:
+            self._shard(jax)
         return info
+
+    # -- data-parallel replicas --------------------------------------------------------------
+
+    def _initialize_distributed(self, jax, replica):
+        """JAX's multi-process runtime (jax.distributed.initialize at the rendezvous, replica 0 its
+        coordinator), with gloo's CPU collectives; it must come before the backend starts, so
+        setup() calls it, and join_replicas() has nothing left to do."""
+        if self.mode() == "eager":
+            raise self.unsupported_mode(
+                "bench runs JAX's data-parallel training compiled (jax.jit over sharded arrays); "
+                "op-by-op dispatch across processes is not built here")
+        if self.config.get("device") == "cpu":
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        # On GPUs, one a replica: replica k takes GPU k of its node.
+        local = [replica["rank"]] if self.config.get("device") == "cuda" else None
+        jax.distributed.initialize(coordinator_address=replica["address"], num_processes=replica["count"],
+                                   process_id=replica["rank"], local_device_ids=local)
+
+    def _shard(self, jax):
+        """A mesh of every process's device along one axis: the batch split over it, the state
+        replicated, so that jax.jit's compiled step is one program whose gradients XLA all-reduces."""
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        devices = [d for d in jax.devices() if d.platform == self.device.platform]
+        mesh = Mesh(np.array(devices), ("replicas",))
+        self._split = NamedSharding(mesh, PartitionSpec("replicas"))
+        self._replicated = NamedSharding(mesh, PartitionSpec())
+        self.execution["data_parallel"] = (
+            "jax.distributed over {} processes ({}), the batch sharded over a Mesh of every process's "
+            "device (NamedSharding, PartitionSpec('replicas')), the state replicated; XLA all-reduces "
+            "the gradients inside the jax.jit step".format(
+                jax.process_count(), "gloo CPU collectives" if self.device.platform == "cpu" else "NCCL"))
+
+    def join_replicas(self, replica):
+        """Done in setup(): jax.distributed.initialize must precede the backend's start."""
+
+    def _place(self, tree):
+        """The state on the device, or replicated over every replica's."""
+        return self.jax.device_put(tree, self._replicated or self.device)
+
+    def _host(self, value):
+        """A device scalar's value on the host (a replicated one's local copy)."""
+        if self._replicated is not None:
+            value = value.addressable_data(0)
+        return value
 
     def _setup_mode_and_precision(self, jax, jnp):
         mode, precision = self.mode(), self.precision()
@@ -193,7 +247,7 @@ class Adapter(base.Adapter):
                 state.update(scale=jnp.asarray(_INITIAL_SCALE, jnp.float32),
                              good_steps=jnp.zeros((), jnp.int32), skipped=jnp.zeros((), jnp.int32))
         self._initial = jax.device_get(state)
-        self._state = jax.device_put(self._initial, self.device)
+        self._state = self._place(self._initial)
         self._steps = 0
         out = jax.eval_shape(lambda v: self.net.apply(v, _zeros(jnp, arch, 1), train=False), variables)
         if list(out.shape[1:]) != arch["output"]:
@@ -266,15 +320,21 @@ class Adapter(base.Adapter):
             loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).sum()
             return loss, (jnp.argmax(logits, axis=-1) == y).sum()
 
-        x = jax.ShapeDtypeStruct(batch_shape, self._x.dtype)  # float32 images, int32 token ids
-        y = jax.ShapeDtypeStruct(batch_shape[:1] + self._y.shape[1:], jnp.int32)  # (N,) or (N, L)
+        # float32 images or int32 token ids; (N,) labels or (N, L) next tokens. A data-parallel
+        # step takes the global batch, split over the replicas.
+        count = jax.process_count() if self._split is not None else 1
+        shape = (batch_shape[0] * count,) + tuple(batch_shape[1:])
+        x = jax.ShapeDtypeStruct(shape, self._x.dtype, sharding=self._split)
+        y = jax.ShapeDtypeStruct(shape[:1] + self._y.shape[1:], jnp.int32, sharding=self._split)
         self._record_compute_dtypes(loss_of, batch_shape, dropout_key)
         if self.mode() == "eager":  # no jit anywhere: each primitive dispatched on its own
             self._train_fn, self._eval_fn = self._call(train), self._call(evaluate)
             return
         with self._context():
             # The state is donated: XLA updates weights and optimizer state in place.
-            self._train_fn = jax.jit(train, donate_argnums=0).lower(self._state, x, y).compile()
+            shardings = {"out_shardings": self._replicated} if self._replicated is not None else {}
+            jitted = jax.jit(train, donate_argnums=0, **shardings)
+            self._train_fn = jitted.lower(self._state, x, y).compile()
         self._eval_fn = self._call(jax.jit(evaluate))  # compiled by the first (untimed) evaluate()
         if self._tracer is not None:  # it names XLA's custom fusions from the compiled HLO
             self._tracer.hlo_text = self._train_fn.as_text()
@@ -328,7 +388,7 @@ class Adapter(base.Adapter):
     def reset(self):
         # The step counter is in the state, so a repeat draws the same dropout masks.
         self.synchronize()
-        self._state = self.jax.device_put(self._initial, self.device)
+        self._state = self._place(self._initial)
         self._steps = 0
 
     # -- data ------------------------------------------------------------------------------
@@ -356,8 +416,13 @@ class Adapter(base.Adapter):
         x, y = self._x[index], self._y[index]
         batches = [(x[i:i + size], y[i:i + size]) for i in range(0, steps * size, size)]
         # On CPU the batches become device arrays now; on a GPU each step copies its batch in
-        # from host memory, as PyTorch's and TensorFlow's steps do.
-        self._batches = batches if self.gpu else self.jax.device_put(batches, self.device)
+        # from host memory, as PyTorch's and TensorFlow's steps do. A replica's batches are its
+        # shares of global arrays.
+        if self._split is not None:
+            make = self.jax.make_array_from_process_local_data
+            self._batches = [(make(self._split, bx), make(self._split, by)) for bx, by in batches]
+        else:
+            self._batches = batches if self.gpu else self.jax.device_put(batches, self.device)
         return steps
 
     # -- training --------------------------------------------------------------------------
@@ -383,10 +448,10 @@ class Adapter(base.Adapter):
             self._outputs = []
 
     def read_loss_sum(self):
-        return float(self._state["loss_sum"])
+        return float(self._host(self._state["loss_sum"]))
 
     def clear_loss_sum(self):
-        self._state["loss_sum"] = self.jax.device_put(self.jnp.zeros((), self.jnp.float32), self.device)
+        self._state["loss_sum"] = self._place(self.jnp.zeros((), self.jnp.float32))
 
     def evaluate(self):
         size, n = self.config["batch_size"], len(self._y_val)
@@ -395,10 +460,12 @@ class Adapter(base.Adapter):
         total, correct = 0.0, 0
         params, stats = self._state["params"], self._state["batch_stats"]
         for start in range(0, n, size):
-            loss, hits = self._eval_fn(params, stats, self._x_val[start:start + size],
-                                       self._y_val[start:start + size])
-            total += float(loss)
-            correct += int(hits)
+            x, y = self._x_val[start:start + size], self._y_val[start:start + size]
+            if self._replicated is not None:  # every replica evaluates the whole split
+                x, y = self._place(x), self._place(y)
+            loss, hits = self._eval_fn(params, stats, x, y)
+            total += float(self._host(loss))
+            correct += int(self._host(hits))
         count = self._y_val.size  # a language model's: every position of every sequence
         return total / count, correct / count
 
@@ -600,4 +667,4 @@ def _cuda_device(jax, plugin):
     except RuntimeError as exc:  # JAX says why it sees none: that goes into the message
         blind = "has its CUDA plugin ({}) but sees no GPU ({})".format(plugin, exc)
         raise base.no_gpu_seen(who, blind) from exc
-    return devices[0]
+    return jax.local_devices(backend="cuda")[0] if devices else devices[0]  # a replica's own
