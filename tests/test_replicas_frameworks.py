@@ -31,6 +31,7 @@ MACHINERY = {
     "pytorch": "torch.nn.parallel.DistributedDataParallel (gloo over 2",
     "paddle": "paddle.DataParallel (gloo over 2",
     "jax": "jax.distributed over 2 processes (gloo CPU collectives)",
+    "tensorflow": "tf.distribute.MultiWorkerMirroredStrategy (2 workers from TF_CONFIG",
 }
 MATRIX = """
 name: replicas

@@ -42,6 +42,7 @@ class Adapter(base.Adapter):
         self._x = self._y = None  # host arrays (NHWC images or token ids) from load_data()
         self._x_val = self._y_val = None  # validation tensors
         self._batches = []
+        self._strategy = None  # a data-parallel run's MultiWorkerMirroredStrategy (setup())
 
     def mode(self):
         """Unset, TensorFlow's default: a graph on CPU, XLA on a GPU as before (modes.default_mode)."""
@@ -92,10 +93,45 @@ class Adapter(base.Adapter):
             self.device = "/CPU:0"
             info["gpus_hidden"] = _hide_gpus(tf)
             info["device_name"] = base.cpu_name()
+        replica = self.config.get("replica") or {}
+        if replica.get("count", 1) > 1:  # before any op: the strategy starts TensorFlow's cluster
+            self._join(tf, replica)
         info["settings"] = _settings(tf, self.gpu, self.config.get("model"), self.mode())
         self.execution.update(modes.describe(tf, self.gpu, self.mode(), self.precision()))
         tf.random.set_seed(self.config["seed"])
         return info
+
+    # -- data-parallel replicas --------------------------------------------------------------
+
+    def _join(self, tf, replica):
+        """tf.distribute.MultiWorkerMirroredStrategy, one worker a replica, its cluster from
+        TF_CONFIG (every replica's endpoint); made in setup(), before any op, as TensorFlow asks.
+        The model and optimizer are built in its scope; each step runs in strategy.run, the loss
+        averaged over the global batch, the gradients all-reduced across the workers."""
+        import json
+
+        if self.mode() != "graph":
+            raise self.unsupported_mode(
+                "bench runs TensorFlow's data-parallel training as a tf.function graph only (the "
+                "default on the CPU); strategy.run eagerly or under XLA is not built here")
+        os.environ["TF_CONFIG"] = json.dumps({
+            "cluster": {"worker": replica["endpoints"]},
+            "task": {"type": "worker", "index": replica["rank"]},
+        })
+        self._strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        self.execution["data_parallel"] = (
+            "tf.distribute.MultiWorkerMirroredStrategy ({} workers from TF_CONFIG; collectives {}; "
+            "loss averaged over the global batch, gradients all-reduced in optimizer.apply)".format(
+                replica["count"], self._strategy.extended._communication_options.implementation.name
+                if hasattr(self._strategy.extended, "_communication_options") else "auto"))
+
+    def join_replicas(self, replica):
+        """Done in setup(): the strategy must exist before TensorFlow runs an op."""
+
+    def _scope(self):
+        import contextlib
+
+        return self._strategy.scope() if self._strategy is not None else contextlib.nullcontext()
 
     # -- model -----------------------------------------------------------------------------
 
@@ -103,7 +139,7 @@ class Adapter(base.Adapter):
         tf, keras = self.tf, self.keras
         self._release()
         tf.random.set_seed(self.config["seed"])
-        with tf.device(self.device):
+        with tf.device(self.device), self._scope():
             built = []
 
             def make():
@@ -172,7 +208,25 @@ class Adapter(base.Adapter):
         xent = tf.nn.sparse_softmax_cross_entropy_with_logits
         scaled = self.execution.get("loss_scaling") is not None
 
+        strategy = self._strategy
+
+        def replica_step(x, y):
+            """One replica's share of a data-parallel step: its loss over the global batch."""
+            with tf.GradientTape() as tape:
+                per_sample = xent(labels=y, logits=model(x, training=True))  # (N,) or (N, L)
+                # The mean over the global batch (tf.nn.compute_average_loss's rule, every position
+                # of a language model's sequences counted): Keras's optimizer sums the replicas'
+                # gradients, so each replica's share is its sum over everyone's count.
+                count = tf.size(per_sample) * strategy.num_replicas_in_sync
+                loss = tf.reduce_sum(per_sample) / tf.cast(count, per_sample.dtype)
+            optimizer.apply(tape.gradient(loss, variables), variables)
+            return loss
+
         def train(x, y):
+            if strategy is not None:
+                loss = strategy.reduce("SUM", strategy.run(replica_step, args=(x, y)), axis=None)
+                loss_sum.assign_add(loss)
+                return loss
             with tf.GradientTape() as tape:
                 # Mixed precision: the logits are float32 already (modes.build_model).
                 loss = tf.reduce_mean(xent(labels=y, logits=model(x, training=True)))
