@@ -117,3 +117,31 @@ def test_a_data_parallel_run_learns_the_synthetic_data(sweep):
     assert len(mine) == 6
     assert mine[-1]["train_loss"] < 0.8 * mine[0]["train_loss"]
     assert mine[-1]["val_accuracy"] > 0.25 + 0.2  # four classes: well above chance
+
+
+@pytest.mark.parametrize(
+    "framework, why",
+    [
+        ("singa", "Singa's data-parallel training (singa.opt.DistOpt) all-reduces the gradients with NCCL"),
+        ("mxnet", "data-parallel training (replicas) is not built into bench's MXNet adapter yet"),
+    ],
+)
+def test_a_framework_without_it_says_why(tmp_path, monkeypatch, framework, why):
+    """Every replica ends unsupported with the framework's reason; the run says so, naming one."""
+    from orchestrator.cli.main import cli
+
+    framework_python(framework)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.yaml").write_text(
+        f"settings: {{framework: {framework}, model: small_cnn, replicas: 2, batch_size: 4, dataset_size: 40,"
+        " image_size: 32, epochs: 1, timeout: 300}\n"
+    )
+    result = CliRunner().invoke(cli, ["run", "--matrix", "m.yaml"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    conn = sqlite3.connect(tmp_path / "bench.db")
+    outcome, reason = conn.execute("SELECT outcome, reason FROM runs").fetchone()
+    replicas = conn.execute("SELECT outcome FROM replicas ORDER BY replica").fetchall()
+    conn.close()
+    assert outcome == "unsupported" and why in reason
+    assert reason.startswith(("replica 0 of 2: ", "replica 1 of 2: "))
+    assert len(replicas) == 2 and "unsupported" in {r[0] for r in replicas}

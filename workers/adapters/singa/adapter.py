@@ -64,6 +64,25 @@ class Adapter(base.Adapter):
         self._output = None  # the last inference step's output
         self._forward = None  # mode graph, task inference: layers.Forward, buffered on first use
 
+    # -- data-parallel replicas --------------------------------------------------------------
+
+    def join_replicas(self, replica):
+        """Singa's data-parallel training is singa.opt.DistOpt, whose gradient all-reduce is NCCL's
+        (singa_wrap.Communicator): GPUs only, and only in a build compiled with it."""
+        from singa import singa_wrap
+
+        if self.config["device"] == "cpu":
+            raise base.Unsupported(
+                "Singa's data-parallel training (singa.opt.DistOpt) all-reduces the gradients with NCCL "
+                "(singa_wrap.Communicator), on GPUs only; it has no CPU collective")
+        if not hasattr(singa_wrap, "Communicator"):
+            raise base.Unsupported(
+                "this singa build has no NCCL communicator (singa_wrap.Communicator: compiled without "
+                "USE_DIST), which singa.opt.DistOpt needs")
+        raise base.Unsupported(
+            "singa.opt.DistOpt with NCCL is not built into bench's Singa adapter yet (never run here: "
+            "no CUDA build of singa on this machine)")
+
     # -- setup -----------------------------------------------------------------------------
 
     def setup(self):
