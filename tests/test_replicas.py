@@ -308,6 +308,12 @@ def test_the_scaling_table_sets_each_replica_count_beside_one_replica(write_matr
     assert two["communication_share"] == pytest.approx(0.1, rel=1e-6)
     assert one["communication_share"] == 0.0
     assert "10.0%" in table.output and "baseline" in table.output
+    html = cli("report", "--html", str(workdir / "page"))
+    assert html.exit_code == 0, html.output
+    page = (workdir / "page" / "index.html").read_text()
+    assert "Data-parallel scaling" in page
+    pictures = list((workdir / "page" / "plots").glob("scaling-*.png"))
+    assert len(pictures) == 1 and pictures[0].read_bytes().startswith(b"\x89PNG")
 
 
 def test_a_version_8_database_gains_the_replica_columns_and_table_and_keeps_its_rows(tmp_path):

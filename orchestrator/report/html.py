@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from orchestrator import __version__
 from orchestrator.config import matrix, samples
-from orchestrator.report import figures, figures_modes, figures_runs, results, tables
+from orchestrator.report import figures, figures_modes, figures_runs, figures_scaling, results, tables
 from orchestrator.report.figures import Row, Section
 from orchestrator.report.figures_runs import Matcher
 from orchestrator.report.select import Selection, latest_runs
@@ -237,9 +237,11 @@ def build(db: Database, sel: Selection, timeline_config: str | None) -> tuple[st
     figures.label_machines(runs, sweeps)
     comparison = Section("comparison", "Comparison table", COMPARISON, empty=None if runs else "No runs.")
     modes = figures_modes.modes_section(db, sel)  # only where more than one mode or precision ran
+    scaled = figures_scaling.scaling_section(db, sel)  # only where more than one replica count ran
     plotted = [
         figures.batch_section(runs),
         *([modes] if modes else []),
+        *([scaled] if scaled else []),
         figures.accuracy_section(db, runs),
         figures_runs.timeline_section(db, runs, wanted, how),
         figures_runs.crash_map_section(runs),
