@@ -158,6 +158,52 @@ def test_a_tiny_pytorch_sweep_on_two_nodes(cli, write_matrix, workdir, cluster, 
     assert_same_content(workdir / "ray.db", workdir / "local.db")
 
 
+REPLICATED = """
+name: replicated
+settings: {framework: fault, replicas: 2, dataset_size: 40, batch_size: 4, epochs: 2, warmup_steps: 1,
+           timeout: 60}
+"""
+
+
+def test_a_data_parallel_run_puts_one_replica_on_each_node(cli, write_matrix, workdir, cluster):
+    """Replicas 2 on the two-node cluster: a placement group of one bundle a node (STRICT_SPREAD),
+    the rendezvous on replica 0's node, each replica's task on its own node; and replicas 3 there,
+    with two nodes, is skipped with the reason."""
+    write_matrix(REPLICATED + "axes:\n  replicas: [2, 3]\n")
+    result = cli("run", "--matrix", "m.yaml", "--executor", "ray", "--address", cluster.address)
+    assert result.exit_code == 0, result.output
+    runs = query(
+        workdir / "bench.db", "SELECT id, replicas, outcome, reason, executor, global_batch FROM runs"
+    )
+    two = next(r for r in runs if r[1] == 2)
+    three = next(r for r in runs if r[1] == 3)
+    assert two[2] == "ok" and two[4] == "ray" and two[5] == 8, two
+    assert three[2] == "skipped" and three[3].startswith("replicas 3 need a node each"), three
+    reps = query(workdir / "bench.db", f"SELECT replica, outcome, node FROM replicas WHERE run_id = {two[0]}")
+    assert [(r[0], r[1]) for r in reps] == [(0, "ok"), (1, "ok")]
+    assert reps[0][2] and reps[1][2] and reps[0][2] != reps[1][2]  # one node each
+    epochs = query(workdir / "bench.db", f"SELECT images FROM epochs WHERE run_id = {two[0]}")
+    assert [e[0] for e in epochs] == [32, 32]  # every replica's images
+
+
+def test_a_replica_that_crashes_on_its_node_ends_the_other_one(cli, write_matrix, workdir, cluster):
+    write_matrix(
+        REPLICATED.replace("timeout: 60", "timeout: 60, fault: segfault, fault_replica: 1, after_steps: 2")
+    )
+    result = cli("run", "--matrix", "m.yaml", "--executor", "ray", "--address", cluster.address)
+    assert result.exit_code == 0, result.output
+    ((run_id, outcome, reason, run_dir),) = query(
+        workdir / "bench.db", "SELECT id, outcome, reason, run_dir FROM runs"
+    )
+    assert outcome == "crash" and reason.startswith("replica 1 of 2: "), reason
+    reps = query(workdir / "bench.db", f"SELECT replica, outcome FROM replicas WHERE run_id = {run_id}")
+    assert reps[1] == (1, "crash")
+    assert reps[0][1] in ("stopped", "error")  # ended by bench, or it saw the collective close first
+    events = Path(run_dir).rglob("events.jsonl")
+    pids = [json.loads(line)["pid"] for f in events for line in f.read_text().splitlines()[:1]]
+    assert len(pids) == 2 and not [p for p in pids if pid_alive(p)]
+
+
 def test_a_cuda_run_on_a_cpu_only_cluster_is_unschedulable(cli, write_matrix, workdir, cluster):
     write_matrix(
         """

@@ -154,6 +154,9 @@ class RayExecutor:
             self.ray.shutdown()
             raise
         self.task = self.ray.remote(max_retries=0)(ray_task.run_on_node)
+        # A data-parallel run: one task that places its replicas (ray_task.run_replicated); it
+        # takes no resources itself, its replicas' bundles do.
+        self.replicated = self.ray.remote(max_retries=0, num_cpus=0)(ray_task.run_replicated)
 
     def _start_queue(self) -> None:
         from ray.util.queue import Queue
@@ -195,10 +198,19 @@ class RayExecutor:
                     if not self._feasible(need):
                         yield self._unschedulable(Flight(job, need), progress)
                         continue
-                    options = task_options(need)
-                    ref = self.task.options(**options).remote(
-                        replace(job, on_worker_start=None), self.env_root, self.pack, self.queue
-                    )
+                    if job.config.replica_count > 1:
+                        problem = self._replicas_problem(job.config, need)
+                        if problem:
+                            yield self._skipped(Flight(job, need), problem, progress)
+                            continue
+                        ref = self.replicated.remote(
+                            replace(job, on_worker_start=None), self.env_root, self.pack, self.queue, need
+                        )
+                    else:
+                        options = task_options(need)
+                        ref = self.task.options(**options).remote(
+                            replace(job, on_worker_start=None), self.env_root, self.pack, self.queue
+                        )
                     flights[ref] = Flight(job, need)
                 if not flights:
                     return
@@ -293,6 +305,33 @@ class RayExecutor:
         )
         progress.begin(flight.job.config, flight.job.run_dir)
         return self._lost(flight, outcome)
+
+    def _replicas_problem(self, config: RunConfig, need: dict[str, float]) -> str | None:
+        """Why the cluster cannot hold a data-parallel run's replicas, or None: one node each
+        (without --pack), or as many bundles as its nodes' resources fit (with it)."""
+        count = config.replica_count
+        if not self.pack:
+            nodes = sum(1 for n in self.nodes if fits(need, n))
+            if nodes < count:
+                return (
+                    f"replicas {count} need a node each (a {SLOT} each, STRICT_SPREAD), and the cluster "
+                    f"has {nodes} such node{'s' if nodes != 1 else ''}; --pack lets replicas share a node"
+                )
+            return None
+        room = 0
+        for n in self.nodes:
+            have = n.get("Resources") or {}
+            room += int(min((have.get(k, 0.0) // v for k, v in need.items() if v > 0), default=0))
+        if room < count:
+            wanted = ", ".join(f"{k} {v:g}" for k, v in sorted(need.items()))
+            return (
+                f"replicas {count} of {wanted} each do not fit the cluster's nodes together (room for {room})"
+            )
+        return None
+
+    def _skipped(self, flight: Flight, reason: str, progress: ProgressSink) -> RunRecord:
+        progress.begin(flight.job.config, flight.job.run_dir)
+        return self._lost(flight, outcomes.Outcome("skipped", reason=reason))
 
     def _stranded(self, flights: dict[Any, Flight], progress: ProgressSink) -> Iterator[RunRecord]:
         """Waiting tasks that no live node can run any more (their only fitting node left)."""

@@ -7,6 +7,7 @@ import os
 import shlex
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,108 @@ def _clear(run_dir: Path) -> None:
             path.unlink()
 
 
+@dataclass
+class ReplicaStart:
+    """One replica about to start: its process, its sampler, the command that reproduces it."""
+
+    member: Member
+    sidecar: Sidecar | None
+    command: str
+    cpus: frozenset[int]
+    threads: int
+
+
+def replica_start(
+    config: RunConfig,
+    run_dir: Path,
+    python: Path,
+    rank: int,
+    rendezvous: dict[str, Any],
+    cpus: frozenset[int],
+    threads: int,
+    sample: bool = True,
+    data_file: Path | None = None,
+    on_worker_start: Callable[[int], None] | None = None,
+) -> ReplicaStart:
+    """Replica ``rank``'s folder and spec, environment, command and sampler. ``rendezvous``: the
+    replica count, the framework's address, every replica's endpoint and bench's channel."""
+    where = replicas.folder(run_dir, rank)
+    where.mkdir(parents=True, exist_ok=True)
+    write_spec(where, config, data_file, replica={"rank": rank, "threads": threads, **rendezvous})
+    env, variables = worker_env(config, threads)
+    cmd = [str(python), "-m", "workers", "--spec", "spec.json"]
+    cmd, _ = tracing.wrap(config, cmd, env) if rank == 0 else (cmd, None)
+    sidecar = sidecar_for(config, where, set(cpus)) if sample else None
+    started = _started(sidecar, on_worker_start)
+    member = Member(cmd, env, where, set(cpus), on_start=started, on_exit=sidecar.stop if sidecar else None)
+    return ReplicaStart(member, sidecar, _shell_command(where, env, variables, cmd), cpus, threads)
+
+
+def run_replicas(
+    config: RunConfig,
+    starts: list[ReplicaStart],
+    token: str,
+    tick: Callable[[], None] | None = None,
+) -> list[Finished]:
+    """These replicas (all of the run's, or a node's one) run together to their end."""
+    try:
+        for start in starts:
+            if start.sidecar:
+                start.sidecar.launch(token)
+        return run_workers([s.member for s in starts], config.timeout, tick=tick, token=token)
+    except BaseException:
+        for start in starts:
+            if start.sidecar:
+                start.sidecar.stop()
+        raise
+
+
+def replica_end(
+    config: RunConfig, run_dir: Path, rank: int, start: ReplicaStart, finished: Finished
+) -> tuple[outcomes.Outcome, dict[str, Any]]:
+    """How replica ``rank`` ended, and its row of the replicas table."""
+    where = replicas.folder(run_dir, rank)
+    timeline = timelines.read(where / SAMPLES_FILE)
+    outcome = outcomes.classify(finished, where, config.timeout, timeline)
+    events = outcomes.read_events(where / "events.jsonl")
+    return outcome, replicas.row(
+        rank, run_dir, start.cpus, start.threads, outcome, finished, timeline, events
+    )
+
+
+def replicated_record(
+    config: RunConfig,
+    run_dir: Path,
+    ended: list[tuple[outcomes.Outcome, Finished]],
+    rows: list[dict[str, Any]],
+    started_at: str,
+    command: str,
+    cpus: int,
+    threads: int,
+) -> RunRecord:
+    """The run's record from its replicas' endings (replicas.combine): the lead replica's evidence,
+    replica 0's epochs, every replica's row."""
+    outcome, lead = replicas.combine(config, ended)
+    rec = gather(config, outcome, replicas.folder(run_dir, lead), started_at, ended[lead][1], command, {})
+    rec.run_dir = run_dir
+    rec.wall_seconds = max(f.wall_seconds for _, f in ended)
+    rec.timeline = timelines.read(run_dir / SAMPLES_FILE)
+    rec.cpus_allowed = cpus
+    rec.thread_env = worker_env(config, threads)[1]
+    rec.trace = tracing.collect(config, run_dir, ended[0][0].result, None)
+    rec.replicas = rows
+    return rec
+
+
+def rendezvous_for(count: int, host: str = replicas.HOST) -> dict[str, Any]:
+    """Ports free on this machine: one endpoint a replica for the frameworks that want each one's
+    (Paddle's, TensorFlow's), replica 0's the framework's rendezvous; and bench's own channel
+    (workers/coordination.py)."""
+    endpoints = [f"{host}:{port}" for port in replicas.free_ports(count + 1)]
+    control = endpoints.pop()
+    return {"count": count, "address": endpoints[0], "control": control, "endpoints": endpoints}
+
+
 def _replicated(
     config: RunConfig,
     run_dir: Path,
@@ -232,64 +335,36 @@ def _replicated(
     on_worker_start: Callable[[int], None] | None,
     token: str,
 ) -> tuple[RunRecord, bool]:
-    """One attempt at the replicated run; the record, and whether the rendezvous port was taken."""
-    # One endpoint a replica for the frameworks that want each replica's (Paddle's), replica 0's the
-    # framework's rendezvous; and bench's own channel (workers/coordination.py).
-    endpoints = [f"{replicas.HOST}:{port}" for port in replicas.free_ports(plan.count + 1)]
-    address, control = endpoints[0], endpoints.pop()
-    members: list[Member] = []
-    sidecars: list[Sidecar | None] = []
-    commands = []
-    for rank in range(plan.count):
-        where = replicas.folder(run_dir, rank)
-        where.mkdir(exist_ok=True)
-        replica: dict[str, Any] = {"rank": rank, "count": plan.count, "threads": plan.threads}
-        replica.update(address=address, control=control, endpoints=endpoints)
-        write_spec(where, config, data_file, replica=replica)
-        env, threads = worker_env(config, plan.threads)
-        cmd = [str(python), "-m", "workers", "--spec", "spec.json"]
-        cmd, _ = tracing.wrap(config, cmd, env) if rank == 0 else (cmd, None)
-        cpus = set(plan.cpus[rank])
-        sidecar = sidecar_for(config, where, cpus) if sample else None
-        sidecars.append(sidecar)
-        started = _started(sidecar, on_worker_start if rank == 0 else None)
-        members.append(
-            Member(cmd, env, where, cpus, on_start=started, on_exit=sidecar.stop if sidecar else None)
+    """One attempt at the replicated run on this machine; the record, and whether the rendezvous
+    port was taken."""
+    rendezvous = rendezvous_for(plan.count)
+    starts = [
+        replica_start(
+            config,
+            run_dir,
+            python,
+            rank,
+            rendezvous,
+            plan.cpus[rank],
+            plan.threads,
+            sample,
+            data_file,
+            on_worker_start if rank == 0 else None,
         )
-        commands.append(_shell_command(where, env, threads, cmd))
+        for rank in range(plan.count)
+    ]
     started_at = now()
-    try:
-        for sidecar in sidecars:
-            if sidecar:
-                sidecar.launch(token)
-        ends = run_workers(members, config.timeout, tick=tick, token=token)
-    except BaseException:
-        for sidecar in sidecars:
-            if sidecar:
-                sidecar.stop()
-        raise
-    ended = []
-    rows = []
-    stderrs = []
-    for rank, finished in enumerate(ends):
-        where = replicas.folder(run_dir, rank)
-        timeline = timelines.read(where / SAMPLES_FILE)
-        outcome = outcomes.classify(finished, where, config.timeout, timeline)
+    ends = run_replicas(config, starts, token, tick)
+    ended, rows = [], []
+    for rank, (start, finished) in enumerate(zip(starts, ends, strict=True)):
+        outcome, row = replica_end(config, run_dir, rank, start, finished)
         ended.append((outcome, finished))
-        events = outcomes.read_events(where / "events.jsonl")
-        rows.append(replicas.row(rank, run_dir, plan, outcome, finished, timeline, events))
-        stderrs.append(rows[-1]["stderr_tail"])
-    outcome, lead = replicas.combine(config, ended)
-    taken = outcome.outcome != "ok" and replicas.port_was_taken(stderrs)
-    command = " & ".join(commands)
-    rec = gather(config, outcome, replicas.folder(run_dir, lead), started_at, ends[lead], command, {})
-    rec.run_dir = run_dir
-    rec.wall_seconds = max(f.wall_seconds for f in ends)
-    rec.timeline = timelines.read(run_dir / SAMPLES_FILE)
-    rec.cpus_allowed = len(plan.cpus[0])
-    rec.thread_env = worker_env(config, plan.threads)[1]
-    rec.trace = tracing.collect(config, run_dir, ended[0][0].result, None)
-    rec.replicas = rows
+        rows.append(row)
+    command = " & ".join(s.command for s in starts)
+    rec = replicated_record(
+        config, run_dir, ended, rows, started_at, command, len(plan.cpus[0]), plan.threads
+    )
+    taken = rec.outcome.outcome != "ok" and replicas.port_was_taken([r["stderr_tail"] for r in rows])
     return rec, taken
 
 

@@ -89,6 +89,7 @@ class Finished:
     oom_kills: int = 0  # kernel OOM kills in our memory cgroup while the run lived
     interrupted_by: str | None = None  # "Ctrl-C" or the signal's name
     ended_by: int | None = None  # a replica bench ended because this other replica (its index) failed
+    exited_at: float | None = None  # the wall-clock time (time.time()) bench saw it exit
 
 
 def die_with_parent() -> None:
@@ -344,8 +345,9 @@ def run_workers(
                     break
                 left = max(0.0, start + timeout - time.monotonic())
                 gone = _wait_any([procs[i][0] for i in live], live, min(tick_seconds, left))
+                seen = time.monotonic() - start
                 for i in gone:  # those seen in one wake-up ended together
-                    exited_at[i] = time.monotonic() - start if i == gone[0] else exited_at[gone[0]]
+                    exited_at[i] = seen
                 failed = [i for i in exited_at if _failed(procs[i][0]) and i not in ended_by]
                 if failed:
                     culprit = min(failed, key=lambda i: (exited_at[i], procs[i][0].returncode >= 0))
@@ -384,6 +386,7 @@ def run_workers(
             oom_kills=oom_kills,
             interrupted_by=interrupted_by,
             ended_by=ended_by.get(i),
+            exited_at=t0 + exited_at[i] if i in exited_at else None,
         )
         for i, (proc, _) in enumerate(procs)
     ]

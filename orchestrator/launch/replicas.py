@@ -119,6 +119,21 @@ def combine(config: RunConfig, ended: list[tuple[Outcome, Finished]]) -> tuple[O
     return ended[0][0], 0
 
 
+def stopped_row(rank: int, run_dir: Path, culprit: int, wall: float, node: str | None) -> dict[str, Any]:
+    """The row of a replica whose node's task bench cancelled because replica ``culprit`` failed:
+    what its folder holds, where this machine can read it."""
+    return {
+        "replica": rank,
+        "node": node,
+        "outcome": "stopped",
+        "reason": f"ended by bench: replica {culprit} failed (its Ray task was cancelled)",
+        "ended_by": culprit,
+        "wall_seconds": wall,
+        "run_folder": "." if rank == 0 else folder(run_dir, rank).name,
+        "stderr_tail": outcomes.read_tail(folder(run_dir, rank) / "stderr.log", 4000),
+    }
+
+
 def _names(ranks: list[int]) -> str:
     text = [str(k) for k in ranks]
     return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
@@ -127,7 +142,8 @@ def _names(ranks: list[int]) -> str:
 def row(
     rank: int,
     run_dir: Path,
-    plan_: Plan,
+    cpus: frozenset[int],
+    threads: int,
     outcome: Outcome,
     finished: Finished,
     timeline: timelines.Timeline,
@@ -140,13 +156,13 @@ def row(
     own = [e for e in result.get("epochs", []) if isinstance(e, dict) and _positive(e.get("seconds"))]
     median = _median([e["seconds"] for e in own])
     rate = _median([e["replica_images"] / e["seconds"] for e in own if _positive(e.get("replica_images"))])
-    resources = timelines.summarise(timeline, len(plan_.cpus[rank]))
+    resources = timelines.summarise(timeline, len(cpus))
     start = next((e for e in events if e.get("event") == "start"), {})
     pid = start.get("pid")
     return {
         "replica": rank,
-        "cpus": format_cpus(set(plan_.cpus[rank])),
-        "threads": plan_.threads,
+        "cpus": format_cpus(set(cpus)),
+        "threads": threads,
         "pid": pid if type(pid) is int and 0 < pid < 1 << 31 else None,
         "outcome": "stopped" if stopped else outcome.outcome,
         "reason": f"ended by bench: replica {finished.ended_by} failed" if stopped else outcome.reason,

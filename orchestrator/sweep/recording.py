@@ -223,9 +223,9 @@ def store_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
         if phases:
             conn.execute(db.phases.insert(), [{"run_id": run_id, **r} for r in phases])
         if rec.replicas:
-            conn.execute(
-                db.replicas.insert(), [fit(db.replicas, {"run_id": run_id, **r}) for r in rec.replicas]
-            )
+            blank = dict.fromkeys(db.replicas.c.keys())  # every row the same keys: one executemany
+            rows = [fit(db.replicas, {**blank, "run_id": run_id, **r}) for r in rec.replicas]
+            conn.execute(db.replicas.insert(), rows)
         kernels = kernel_classes.rows(tracing.records(rec.trace))
         if kernels:
             conn.execute(db.kernels.insert(), [fit(db.kernels, {"run_id": run_id, **r}) for r in kernels])
