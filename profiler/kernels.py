@@ -76,6 +76,10 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"chunk|alias|lift_fresh|_unsafe_view|set_)$",
     ),
     _rule(OTHER, r"^(detach|Optimizer\.\w+#|ReadVariableOp$|DeleteVariable$|Identity$)", case=True),
+    # PyTorch DDP's reducer around its all-reduce: the bucket copied back into the gradients, and
+    # the division by the replica count (its "reducer" would read as a reduction below).
+    _rule(MEMORY_COPY, r"^torch[.:]+distributed[.:]+(ddp[.:]+)?reducer::copy"),
+    _rule(ELEMENTWISE, r"^torch[.:]+distributed[.:]+(ddp[.:]+)?reducer::(mul|div)"),
     # Collectives before everything that moves or adds numbers: an all-reduce does both.
     _rule(
         COMMUNICATION,

@@ -61,7 +61,16 @@ def test_both_backends_have_the_same_tables_and_columns(pg_server, tmp_path):
     Database(sqlite_url, create=True).close()
     Database(pg_url, create=True).close()
     on_sqlite, on_postgres = _shape(sqlite_url), _shape(pg_url)
-    assert set(on_sqlite) == {"sweeps", "runs", "epochs", "environments", "samples", "phases", "kernels"}
+    assert set(on_sqlite) == {
+        "sweeps",
+        "runs",
+        "epochs",
+        "environments",
+        "samples",
+        "phases",
+        "kernels",
+        "replicas",
+    }
     assert on_postgres == on_sqlite
     # SQLite numbers an INTEGER PRIMARY KEY itself (the rowid); PostgreSQL needs a sequence, only there.
     engine = sa.create_engine(pg_url)
@@ -337,3 +346,29 @@ def test_foreign_tables_without_a_version_are_not_taken_over(pg_server):
     dbs.execute(url, "CREATE TABLE runs (id INTEGER)")
     result = bench(url, "report")
     assert result.exit_code == 1 and "no schema_version table" in result.output
+
+
+def test_a_data_parallel_run_on_postgres(pg_server, workdir, write_matrix):
+    """A run of two replicas (the fault worker's) stores its replica rows on PostgreSQL too, and the
+    scaling table and bench inspect read them back."""
+    url = pg_server.create_database()
+    matrix = write_matrix(
+        """
+        name: replicated
+        settings: {framework: fault, dataset_size: 40, batch_size: 4, epochs: 2, warmup_steps: 1}
+        axes:
+          replicas: [1, 2]
+        """
+    )
+    result = bench(url, "run", "--matrix", str(matrix))
+    assert result.exit_code == 0 and "2 ok" in result.output, result.output
+    reps = dbs.query(
+        url, "SELECT run_id, replica, outcome, run_folder FROM replicas ORDER BY run_id, replica"
+    )
+    assert [(r["replica"], r["outcome"], r["run_folder"]) for r in reps] == [
+        (0, "ok", "."),
+        (1, "ok", "replica-1"),
+    ]
+    table = json.loads(bench(url, "report", "--table", "scaling", "--format", "json").output)
+    assert sorted(r["replica_count"] for r in table["rows"]) == [1, 2]
+    assert "replica 1: ok" in bench(url, "inspect", str(reps[0]["run_id"])).output
