@@ -32,6 +32,7 @@ MACHINERY = {
     "paddle": "paddle.DataParallel (gloo over 2",
     "jax": "jax.distributed over 2 processes (gloo CPU collectives)",
     "tensorflow": "tf.distribute.MultiWorkerMirroredStrategy (2 workers from TF_CONFIG",
+    "mxnet": "mxnet.kvstore dist_sync (2 workers, one server and a scheduler",
 }
 MATRIX = """
 name: replicas
@@ -123,7 +124,6 @@ def test_a_data_parallel_run_learns_the_synthetic_data(sweep):
     "framework, why",
     [
         ("singa", "Singa's data-parallel training (singa.opt.DistOpt) all-reduces the gradients with NCCL"),
-        ("mxnet", "data-parallel training (replicas) is not built into bench's MXNet adapter yet"),
     ],
 )
 def test_a_framework_without_it_says_why(tmp_path, monkeypatch, framework, why):

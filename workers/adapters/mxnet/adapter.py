@@ -45,6 +45,9 @@ class Adapter(base.Adapter):
         self._output = None  # the last inference step's output
         self._scaled = False  # fp16: AMP's loss scaling in train_step (modes.py)
         self._amp = None
+        self._kv = None  # a data-parallel run's kvstore (dist_sync), once join_replicas() joined
+        self._replicas = 1
+        self._helpers = []  # replica 0's scheduler and server processes
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -137,6 +140,37 @@ class Adapter(base.Adapter):
         self.net = self.trainer = self.loss_fn = self._initial = None
         gc.collect()  # Gluon blocks hold reference cycles: without this VGG16 stays (1.1 GB)
 
+    # -- data-parallel replicas --------------------------------------------------------------
+
+    def join_replicas(self, replica):
+        """MXNet's parameter-server training: kvstore dist_sync. Replica 0 starts the scheduler and
+        one server (processes of its own, in its process group, so that they end with the run);
+        every replica is a worker. The kvstore sums the workers' gradients and each worker updates
+        its own copy of the weights (update_on_kvstore False), so Trainer.step takes the global
+        batch."""
+        import subprocess
+
+        if self.precision() != "fp32":
+            raise self.unsupported_precision("bench runs MXNet's kvstore training in fp32 only "
+                                             "(AMP with dist_sync is not built here)")
+        host, port = replica["address"].rsplit(":", 1)
+        env = {"DMLC_PS_ROOT_URI": host, "DMLC_PS_ROOT_PORT": port, "DMLC_NUM_WORKER": str(replica["count"]),
+               "DMLC_NUM_SERVER": "1", "PS_VERBOSE": "0"}
+        if host.startswith("127."):
+            env["DMLC_INTERFACE"] = "lo"  # ps-lite otherwise looks for an address on another interface
+        os.environ.update(env)
+        if replica["rank"] == 0:
+            for role in ("scheduler", "server"):
+                self._helpers.append(subprocess.Popen(
+                    [sys.executable, "-c", "import mxnet"], env=dict(os.environ, DMLC_ROLE=role)))
+        os.environ["DMLC_ROLE"] = "worker"
+        self._kv = self.mx.kv.create("dist_sync")
+        self._replicas = replica["count"]
+        self.execution["data_parallel"] = (
+            "mxnet.kvstore dist_sync ({} workers, one server and a scheduler started by replica 0; "
+            "gradients summed on the server, each worker's Trainer updating its own weights, "
+            "update_on_kvstore False)".format(replica["count"]))
+
     def _make_trainer(self):
         """Trainer with PyTorch's defaults written out where MXNet's differ (see the docs)."""
         cfg = self.config
@@ -151,6 +185,9 @@ class Adapter(base.Adapter):
             settings.update(gamma1=models.RMSPROP_ALPHA, epsilon=models.RMSPROP_EPS, centered=False)
         else:
             raise base.not_supported("optimizer", cfg["optimizer"], self.title)
+        if self._kv is not None:  # the run's one kvstore: its keys are initialised once
+            return self.mx.gluon.Trainer(params, cfg["optimizer"], settings, kvstore=self._kv,
+                                         update_on_kvstore=False)
         # A single context needs no kvstore: updates run locally on the parameters' device.
         trainer = self.mx.gluon.Trainer(params, cfg["optimizer"], settings, kvstore=None)
         if self._scaled:
@@ -160,7 +197,16 @@ class Adapter(base.Adapter):
     def reset(self):
         for param, value in self._initial:
             param.set_data(value)  # copies into the arrays the cached graph is bound to
-        self.trainer = self._make_trainer()
+        if self._kv is not None:
+            # The same Trainer (a second one would initialise the kvstore's keys again), its
+            # optimizer state cleared: every worker starts its repeat from the same state.
+            for updater in self.trainer._updaters:
+                updater.states.clear()
+                updater.states_synced.clear()
+            self.trainer._optimizer.num_update = 0
+            self.trainer._optimizer._index_update_count.clear()
+        else:
+            self.trainer = self._make_trainer()
         # Reseed too: every repeat then draws the same dropout masks, so repeats are comparable.
         self.mx.random.seed(self.config["seed"])
         self._loss_sum[:] = 0
@@ -217,7 +263,8 @@ class Adapter(base.Adapter):
                     self.mx.autograd.backward(scaled)
         if not self._scaled:
             loss.backward()  # of the sum: Trainer.step(batch_size) turns it into the mean's gradient
-        self.trainer.step(self.config["batch_size"])
+        # The mean's gradient: the kvstore summed every replica's, so the global batch.
+        self.trainer.step(self.config["batch_size"] * self._replicas)
         self._loss_sum += loss.sum().astype("float32")  # queued on the engine: no read-back per step
         self._steps += 1
 
