@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -320,6 +321,52 @@ def test_a_node_killed_mid_sweep_is_node_lost_and_resume_completes_the_sweep(wri
     assert "1 ok; 5 already finished" in out
     per_config = query(db, "SELECT config_hash, group_concat(outcome) FROM runs GROUP BY config_hash")
     assert sorted(outcomes for _, outcomes in per_config) == ["node_lost,ok"] + ["ok"] * 5
+
+
+def test_a_node_lost_under_a_replica_makes_the_run_node_lost(write_matrix, workdir, cluster):
+    """Replicas 3 on three nodes (a third added for this test); the node of one replica dies mid-run:
+    the run is node_lost naming that replica, the other replicas are ended, and no worker is left."""
+    victim = cluster.add_node(num_cpus=1, resources=SLOT)
+    cluster.wait_for_nodes()
+    raylet = victim.all_processes["raylet"][0].process.pid
+    write_matrix(
+        REPLICATED.replace("replicas: 2", "replicas: 3, fault: sleep, seconds: 120").replace(
+            "timeout: 60", "timeout: 300"
+        )
+    )
+    proc = start(workdir, "run", "--matrix", "m.yaml", "--executor", "ray", "--address", cluster.address)
+    try:
+        wait_for(lambda: any(raylet_of(p) == raylet for p in replica_workers(workdir)), timeout=120)
+        wait_for(lambda: len(replica_workers(workdir)) == 3, timeout=60)
+        everyone = list(replica_workers(workdir))
+        kill_node(raylet)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        proc.kill()
+        try:
+            cluster.remove_node(victim, allow_graceful=False)
+        except Exception:
+            pass
+    assert proc.returncode == 0, err
+    ((run_id, outcome, reason),) = query(workdir / "bench.db", "SELECT id, outcome, reason FROM runs")
+    assert outcome == "node_lost", reason
+    assert re.match(r"replica [0-2] of 3: the node of replica [0-2] died or left the cluster", reason), reason
+    reps = query(workdir / "bench.db", f"SELECT replica, outcome FROM replicas WHERE run_id = {run_id}")
+    assert sorted(r[1] for r in reps) == ["node_lost", "stopped", "stopped"]
+    for pid in everyone:
+        wait_for(lambda pid=pid: not pid_alive(pid), timeout=30)  # no replica left behind
+
+
+def replica_workers(workdir: Path) -> dict[int, Path]:
+    """Worker pid -> folder, for every replica of any run whose worker is alive now."""
+    found = {}
+    for events in (workdir / "bench-runs").glob("sweep-*/*/**/events.jsonl"):
+        lines = events.read_text().splitlines()
+        if lines:
+            pid = json.loads(lines[0])["pid"]
+            if pid_alive(pid):
+                found[pid] = events.parent
+    return found
 
 
 HANGS = """

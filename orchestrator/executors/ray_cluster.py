@@ -156,7 +156,13 @@ class RayExecutor:
         self.task = self.ray.remote(max_retries=0)(ray_task.run_on_node)
         # A data-parallel run: one task that places its replicas (ray_task.run_replicated); it
         # takes no resources itself, its replicas' bundles do.
-        self.replicated = self.ray.remote(max_retries=0, num_cpus=0)(ray_task.run_replicated)
+        # It runs on the driver's node, so that losing a replica's node never loses the coordinator.
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(self.ray.get_runtime_context().get_node_id(), soft=True)
+        self.replicated = self.ray.remote(max_retries=0, num_cpus=0, scheduling_strategy=here)(
+            ray_task.run_replicated
+        )
 
     def _start_queue(self) -> None:
         from ray.util.queue import Queue

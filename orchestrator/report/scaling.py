@@ -58,12 +58,24 @@ def scaling(db: Database, sel: Selection) -> Table:
         r["replica_count"] = r.get("replicas") or 1
         r["global_batch"] = samples.global_batch(r)
         r["communication_share"] = shares.get(r["last_run"])
+        # Traced, several replicas, and no collective in the trace: the framework exchanged its
+        # gradients where its profiler does not say (Paddle's all-reduce runs inside its gradient
+        # accumulation hooks); not a share of 0.
+        r["communication_unseen"] = r["replica_count"] > 1 and r["communication_share"] == 0.0
+        if r["communication_unseen"]:
+            r["communication_share"] = None
     _efficiencies(rows)
     table.rows = rows
     table.columns = key_columns(keys) + COLUMNS + sample_columns()
     table.record_keys = [*keys, *(k for k in RECORD_KEYS if k not in keys)]
     table.records = [record_of(r, table.record_keys) for r in rows]
     table.notes += samples.mark_notes(rows)
+    if any(r.get("communication_unseen") for r in rows):
+        table.notes.append(
+            "not in trace: a traced run of several replicas whose trace names no collective (the "
+            "framework exchanges its gradients inside other operators, as Paddle's gradient "
+            "accumulation hooks do); its share is unknown, not 0"
+        )
     if any(r["replica_count"] > 1 and r.get("ok_runs") for r in rows):
         table.notes.append(
             "replicas on one machine share its CPUs (each replica its share, threads per replica): "
@@ -134,6 +146,8 @@ def _efficiency_cell(r: Row) -> str:
 
 
 def _share_cell(r: Row) -> str:
+    if r.get("communication_unseen"):
+        return "not in trace"
     value = r.get("communication_share")
     return "—" if value is None else f"{100 * value:.1f}%"
 
@@ -160,6 +174,7 @@ RECORD_KEYS = [
     "scaling_efficiency",
     "baseline_config_hash",
     "communication_share",
+    "communication_unseen",
     *samples.SAMPLE_KEYS,
     *DISTURBANCE_KEYS,
     "config_hash",
