@@ -102,7 +102,7 @@ def rendezvous_on_node(count: int) -> dict[str, Any]:
     """Replica 0's node: its address and ports free there now, for every replica to meet at."""
     import ray
 
-    from orchestrator.launch.execute import rendezvous_for
+    from orchestrator.launch.replicated import rendezvous_for
 
     return {**rendezvous_for(count, ray.util.get_node_ip_address()), "node": node_name()}
 
@@ -113,7 +113,7 @@ def run_replica_on_node(
     """One replica of a data-parallel run, on the node of its placement-group bundle: the worker
     process on this node's CPUs (or the configuration's), watched here; its ending and row."""
     from orchestrator.config.values import cpu_set
-    from orchestrator.launch import execute
+    from orchestrator.launch import replicated
     from orchestrator.provision import envs
 
     node, host = node_name(), dict(hostinfo.machine())
@@ -124,7 +124,7 @@ def run_replica_on_node(
     cpus = frozenset(cpu_set(job.config.cpus) if job.config.cpus else available)
     threads = job.config.threads or len(cpus)
     reaper = Reaper()
-    start = execute.replica_start(
+    start = replicated.replica_start(
         job.config,
         job.run_dir,
         python,
@@ -136,13 +136,13 @@ def run_replica_on_node(
         on_worker_start=reaper.watch,
     )
     try:
-        (finished,) = execute.run_replicas(job.config, [start], token)
+        (finished,) = replicated.run_replicas(job.config, [start], token)
     except BaseException:
         reaper.close(finished=False)
         raise
     reaper.close()
     ended_at = finished.exited_at or time.time()
-    outcome, row = execute.replica_end(job.config, job.run_dir, rank, start, finished)
+    outcome, row = replicated.replica_end(job.config, job.run_dir, rank, start, finished)
     row["node"] = node
     return {
         "ended_at": ended_at,
@@ -163,12 +163,12 @@ def run_replicated(
     each, STRICT_SPREAD; with --pack, PACK: replicas may share a node), the rendezvous on replica
     0's node, one task a replica on its bundle, watched from here. The first replica that fails
     ends the others (their tasks cancelled, whose reapers end their workers); the endings make the
-    run's record as on one machine (execute.replicated_record)."""
+    run's record as on one machine (replicated.replicated_record)."""
     import ray
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    from orchestrator.launch import execute, orphans, replicas
+    from orchestrator.launch import orphans, replicas, replicated
     from orchestrator.launch.run_record import now
 
     config, count = job.config, job.config.replica_count
@@ -191,7 +191,7 @@ def run_replicated(
         token = orphans.new_token()
         for attempt in range(replicas.PORT_TRIES):
             if attempt:
-                execute._clear(job.run_dir)
+                replicated.clear(job.run_dir)
             rendezvous = ray.get(meet.options(num_cpus=0, scheduling_strategy=on(0)).remote(count))
             started_at, begun = now(), time.time()
             refs = {
@@ -277,8 +277,8 @@ def _signal_last(end: dict[str, Any]) -> bool:
 def _record(
     config: Any, job: Job, ends: dict[int, dict[str, Any]], started_at: str, count: int, begun: float
 ) -> RunRecord:
-    """The run's record from its replicas' endings, as execute.replicated_record makes it here."""
-    from orchestrator.launch import execute, replicas
+    """The run's record from its replicas' endings, as replicated.replicated_record makes it here."""
+    from orchestrator.launch import replicas, replicated
     from orchestrator.launch.outcomes import Outcome
     from orchestrator.launch.process import Finished
 
@@ -322,6 +322,6 @@ def _record(
 
     shown = (ends.get(0) or {}).get("row", {}).get("cpus")
     cpus = len(cpu_set(shown)) if shown else 0
-    return execute.replicated_record(
+    return replicated.replicated_record(
         config, job.run_dir, ended, rows, started_at, " & ".join(commands), cpus, config.threads
     )
