@@ -159,6 +159,7 @@ def test_a_tiny_pytorch_sweep_on_two_nodes(cli, write_matrix, workdir, cluster, 
     assert_same_content(workdir / "ray.db", workdir / "local.db")
 
 
+REPLICA_EVENTS = "sweep-*/*/**/events.jsonl"  # every replica's, replica 0's in the run's folder
 REPLICATED = """
 name: replicated
 settings: {framework: fault, replicas: 2, dataset_size: 40, batch_size: 4, epochs: 2, warmup_steps: 1,
@@ -262,10 +263,11 @@ def start(workdir: Path, *args: str) -> subprocess.Popen:
     )
 
 
-def running_workers(workdir: Path) -> dict[int, Path]:
-    """Worker pid -> run folder, for every run folder whose worker is alive now."""
+def running_workers(workdir: Path, pattern: str = "sweep-*/*/events.jsonl") -> dict[int, Path]:
+    """Worker pid -> run folder, for every run folder whose worker is alive now (``pattern``: the
+    event files to look at; a data-parallel run's replicas' are below its folder too)."""
     found = {}
-    for events in (workdir / "bench-runs").glob("sweep-*/*/events.jsonl"):
+    for events in (workdir / "bench-runs").glob(pattern):
         lines = events.read_text().splitlines()
         if lines:
             pid = json.loads(lines[0])["pid"]
@@ -336,9 +338,11 @@ def test_a_node_lost_under_a_replica_makes_the_run_node_lost(write_matrix, workd
     )
     proc = start(workdir, "run", "--matrix", "m.yaml", "--executor", "ray", "--address", cluster.address)
     try:
-        wait_for(lambda: any(raylet_of(p) == raylet for p in replica_workers(workdir)), timeout=120)
-        wait_for(lambda: len(replica_workers(workdir)) == 3, timeout=60)
-        everyone = list(replica_workers(workdir))
+        wait_for(
+            lambda: any(raylet_of(p) == raylet for p in running_workers(workdir, REPLICA_EVENTS)), timeout=120
+        )
+        wait_for(lambda: len(running_workers(workdir, REPLICA_EVENTS)) == 3, timeout=60)
+        everyone = list(running_workers(workdir, REPLICA_EVENTS))
         kill_node(raylet)
         out, err = proc.communicate(timeout=180)
     finally:
@@ -355,18 +359,6 @@ def test_a_node_lost_under_a_replica_makes_the_run_node_lost(write_matrix, workd
     assert sorted(r[1] for r in reps) == ["node_lost", "stopped", "stopped"]
     for pid in everyone:
         wait_for(lambda pid=pid: not pid_alive(pid), timeout=30)  # no replica left behind
-
-
-def replica_workers(workdir: Path) -> dict[int, Path]:
-    """Worker pid -> folder, for every replica of any run whose worker is alive now."""
-    found = {}
-    for events in (workdir / "bench-runs").glob("sweep-*/*/**/events.jsonl"):
-        lines = events.read_text().splitlines()
-        if lines:
-            pid = json.loads(lines[0])["pid"]
-            if pid_alive(pid):
-                found[pid] = events.parent
-    return found
 
 
 HANGS = """

@@ -100,7 +100,8 @@ def _speedups(rows: list[Row]) -> None:
         r["baseline"] = base if ok else None
 
 
-def _outcome(r: Row) -> str:
+def outcome_text(r: Row) -> str:
+    """A cell's outcome: ok (and how many runs failed beside), else the outcome and its reason, cut."""
     if r.get("ok_runs"):
         failed = r.get("failed") or []
         return f"ok (+{len(failed)} {'/'.join(sorted(set(failed)))})" if failed else "ok"
@@ -131,7 +132,7 @@ def _seconds(key: str) -> Column:
 
 
 COLUMNS = [
-    Column("outcome", "outcome", _outcome),
+    Column("outcome", "outcome", outcome_text),
     Column("ms/step (median, min–max)", "step_ms_median", _step_cell),
     Column("images/s", "images_per_second_median", lambda r: number(r.get("images_per_second_median"))),
     Column("speed-up vs eager fp32", "speedup_vs_eager_fp32", _speedup_cell),

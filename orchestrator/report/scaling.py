@@ -18,8 +18,7 @@ import sqlalchemy as sa
 
 from orchestrator.config import samples
 from orchestrator.config.run_config import FIELD_NAMES
-from orchestrator.config.values import cut
-from orchestrator.report.modes import REASON_LIMIT
+from orchestrator.report.modes import outcome_text
 from orchestrator.report.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
 from orchestrator.report.tables import (
     Table,
@@ -120,14 +119,6 @@ def _communication_shares(db: Database, run_ids: list[int]) -> dict[int, float]:
     return found
 
 
-def _outcome(r: Row) -> str:
-    if r.get("ok_runs"):
-        failed = r.get("failed") or []
-        return f"ok (+{len(failed)} {'/'.join(sorted(set(failed)))})" if failed else "ok"
-    reason = r.get("reason")
-    return f"{r['outcome']}: {cut(str(reason), REASON_LIMIT)}" if reason else str(r["outcome"])
-
-
 def _images_cell(r: Row) -> str:
     if not r.get("ok_runs"):
         return "—"
@@ -153,7 +144,7 @@ def _share_cell(r: Row) -> str:
 
 
 COLUMNS = [
-    Column("outcome", "outcome", _outcome),
+    Column("outcome", "outcome", outcome_text),
     Column("global batch", "global_batch", lambda r: str(r["global_batch"])),
     Column("images/s (median, min–max)", "images_per_second_median", _images_cell),
     Column("per replica", "images_per_second_median", lambda r: number(_per_replica(r))),
