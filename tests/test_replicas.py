@@ -22,7 +22,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.launch import replicas
 from workers import runner
 
-pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two replicas need two CPUs")
+TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two replicas need two CPUs")
 
 
 def rows(db: Path, query: str) -> list[dict]:
@@ -66,6 +66,8 @@ settings:
 """
 
 
+@pytest.mark.slow
+@TWO_CPUS
 def test_two_replicas_run_apart_and_their_run_counts_the_global_batch(write_matrix, cli, workdir):
     result = cli("run", "--matrix", str(write_matrix(MATRIX)))
     assert result.exit_code == 0, result.output
@@ -101,6 +103,8 @@ def test_two_replicas_run_apart_and_their_run_counts_the_global_batch(write_matr
     assert "/r2" in result.output  # the progress line names the replicas
 
 
+@pytest.mark.slow
+@TWO_CPUS
 def test_a_replica_that_crashes_makes_the_run_a_crash_naming_it_and_ends_the_others(
     write_matrix, cli, workdir
 ):
@@ -120,6 +124,8 @@ def test_a_replica_that_crashes_makes_the_run_a_crash_naming_it_and_ends_the_oth
     assert not [p for p in pids_of(Path(run["run_dir"])) if alive(p)]
 
 
+@pytest.mark.slow
+@TWO_CPUS
 def test_a_replica_that_hangs_makes_the_run_a_timeout_and_nothing_is_left(write_matrix, cli, workdir):
     matrix = (
         MATRIX.replace("timeout: 60", "timeout: 6") + "  fault: hang\n  fault_replica: 1\n  after_steps: 3\n"
@@ -139,6 +145,8 @@ def test_a_replica_that_hangs_makes_the_run_a_timeout_and_nothing_is_left(write_
     assert not [p for p in pids if alive(p)]
 
 
+@pytest.mark.slow
+@TWO_CPUS
 def test_a_replica_killed_from_outside_is_a_crash_naming_it(write_matrix, cli, workdir):
     """A replica SIGKILLed mid-run (not by bench, no OOM): the run is a crash of replica 1, replica 0
     is ended, and no process of the run is left."""
@@ -181,6 +189,8 @@ def test_a_replica_killed_from_outside_is_a_crash_naming_it(write_matrix, cli, w
     assert "its folder: replica-1/" in shown
 
 
+@pytest.mark.slow
+@TWO_CPUS
 def test_more_replicas_than_cpus_is_skipped_with_the_reason(write_matrix, cli, workdir):
     matrix = MATRIX + '  cpus: "0"\n'
     result = cli("run", "--matrix", str(write_matrix(matrix)))
@@ -204,6 +214,8 @@ def test_replicas_times_threads_beyond_the_cpus_is_skipped():
     assert plan.cpus == (frozenset({0, 1}), frozenset({2, 3})) and plan.threads == 2
 
 
+@pytest.mark.slow
+@TWO_CPUS
 def test_a_rendezvous_port_taken_is_tried_again_on_another(write_matrix, cli, workdir, monkeypatch):
     """The port bench chose is taken before replica 0 binds it: the run starts again on another
     port, and what the first attempt left is gone."""
@@ -278,6 +290,8 @@ def test_each_replica_trains_its_slice_of_every_global_batch():
     assert runner.shard(order, 3, 0, 1) == order  # one replica: the order itself
 
 
+@pytest.mark.slow
+@TWO_CPUS
 def test_the_replica_command_is_shown_for_each_replica(write_matrix, cli, workdir):
     result = cli("run", "--matrix", str(write_matrix(MATRIX)))
     assert result.exit_code == 0
@@ -286,6 +300,8 @@ def test_the_replica_command_is_shown_for_each_replica(write_matrix, cli, workdi
     assert "replica-1" in run["worker_command"]
 
 
+@pytest.mark.slow
+@TWO_CPUS
 def test_the_scaling_table_sets_each_replica_count_beside_one_replica(write_matrix, cli, workdir):
     """Replicas 1 and 2 of the same configuration, traced: the one-replica row is the baseline,
     the two-replica row's efficiency is its images/s over twice the baseline's, and its
