@@ -102,20 +102,16 @@ def _efficiencies(rows: list[Row]) -> None:
 
 
 def _communication_shares(db: Database, run_ids: list[int]) -> dict[int, float]:
-    """Per traced run: the share of its classified time in the communication class."""
+    """Per traced run: the share of its classified time in the communication class. Read through
+    db.rows, which checks each column's type (a shared database's rows are outside input)."""
     if not run_ids:
         return {}
     k = db.kernels
-    query = (
-        sa.select(k.c.run_id, sa.func.sum(k.c.share))
-        .where(k.c.run_id.in_(run_ids), k.c["class"] == kernel_classes.COMMUNICATION)
-        .group_by(k.c.run_id)
-    )
-    traced = sa.select(k.c.run_id).where(k.c.run_id.in_(run_ids)).distinct()
-    with db.connect() as conn:
-        found = {int(i): float(s or 0.0) for i, s in conn.execute(query)}
-        for (run_id,) in conn.execute(traced):
-            found.setdefault(int(run_id), 0.0)  # traced, and no exchange in the trace
+    query = sa.select(k.c.run_id, k.c["class"], k.c.share).where(k.c.run_id.in_(run_ids))
+    found: dict[int, float] = {}
+    for row in db.rows(query):
+        share = row["share"] if row["class"] == kernel_classes.COMMUNICATION else 0.0
+        found[row["run_id"]] = found.get(row["run_id"], 0.0) + (share or 0.0)  # traced: 0 without one
     return found
 
 
