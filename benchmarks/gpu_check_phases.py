@@ -206,6 +206,9 @@ def register(python: Path, env: dict[str, str], log: Path) -> str:
 
 def nvtx_library(python: Path) -> str:
     """Where the worker's NVTX ranges go: the library workers/nvtx.py loads in that interpreter."""
-    code = "from workers import nvtx; lib = nvtx.load(); print(lib._name if lib is not None else 'none')"
+    code = (
+        "from workers import nvtx; m = nvtx.marks_for({'device': 'cuda', 'framework': 'pytorch'}); "
+        "print(getattr(m, 'source', 'none'))"
+    )
     done = subprocess.run([str(python), "-c", code], cwd=REPO, capture_output=True, text=True)
     return done.stdout.strip() or f"probe failed: {done.stderr.strip()[-200:]}"

@@ -51,7 +51,8 @@ def latest_sweep(db: Path, name: str) -> int | None:
 
 
 def sweep_runs(db: Path, name: str) -> list[dict[str, Any]]:
-    """The latest sweep of that name: every run, with its environment's extra (device_memory)."""
+    """The latest sweep of that name: each configuration's latest run (a resumed sweep runs an
+    interrupted one again), with its environment's extra (device_memory)."""
     sweep = latest_sweep(db, name)
     if sweep is None:
         return []
@@ -61,12 +62,12 @@ def sweep_runs(db: Path, name: str) -> list[dict[str, Any]]:
             "WHERE r.sweep_id = ? ORDER BY r.id",
             (sweep,),
         ).fetchall()
-    out = []
-    for row in rows:
+    latest: dict[Any, dict[str, Any]] = {}
+    for row in rows:  # by id: a later attempt replaces an earlier one of the same configuration
         run = dict(row)
         run["device_memory"] = json.loads(run.get("extra") or "{}").get("device_memory") or {}
-        out.append(run)
-    return out
+        latest[run.get("config_hash") or run["id"]] = run
+    return sorted(latest.values(), key=lambda r: r["id"])
 
 
 def mib(value: float | None) -> str:
@@ -265,13 +266,12 @@ def check_nvtx(runs: list[dict[str, Any]], library: str) -> Check:
         "none (kernels not run)"
     ]
     details = [
-        f"- libnvToolsExt as workers/nvtx.py loads it in the PyTorch interpreter: {library}",
+        f"- NVTX as workers/nvtx.py finds it for a PyTorch cuda run (libnvToolsExt, else "
+        f"torch.cuda.nvtx): {library}",
         f"- tracer used: {', '.join(backends)}",
     ]
     if library in ("none", "") or library.startswith("probe failed"):
-        return Check(
-            name, "FAIL", "no NVTX library in the worker's interpreter: cuda runs push no ranges", details
-        )
+        return Check(name, "FAIL", "no NVTX in the worker's interpreter: cuda runs push no ranges", details)
     if "nsys" in backends:
         return Check(name, "NOTE", "nsys traced: look for warmup / epoch N / step N in its report", details)
     return Check(

@@ -87,6 +87,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"all_?reduce|all_?gather|reduce_?scatter|Collective(Reduce|Gather|Bcast)|kvstore|"
         r"^(wrapped_)?(all-reduce|all-gather|reduce-scatter|collective-permute)",
     ),
+    # PyTorch's torch.cat on cuda, before the batched GEMMs' "batched".
+    _rule(MEMORY_COPY, r"CatArrayBatchedCopy", case=True),
     # Copies: CUDA memcpy/memset records, device copy and layout-transpose kernels, host copies.
     _rule(MEMORY_COPY, r"memcpy|memset|direct_copy_kernel|copy_kernel|cubeTranspose|nchwToNhwc|nhwcToNchw"),
     _rule(
@@ -105,6 +107,16 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         True,
     ),
     _rule(MEMORY_COPY, r"^(wrapped_)?(scatter|gather|dynamic-slice|dynamic-update-slice)$", case=True),
+    # cuDNN's FFT convolution (chosen by cudnn.benchmark on a GPU; observed on an H200, 2026-11-26):
+    # cuFFT's transforms (DSE::vector_fft, regular_fft_pad), the filter flip, the tiled
+    # transposes between them, and the frequency-domain products, done as complex GEMMs
+    # (cf32, volta_cgemm, ampere_gcgemm) or a complex pointwise multiply-add. Convolution time,
+    # not GEMM or elementwise: the models here have no complex numbers of their own.
+    _rule(
+        CONVOLUTION,
+        r"DSE::|\w_fft\b|fft_pad|flip_filter|region_transform_ABC|pointwise_mult_and_sum_complex|"
+        r"gemm_cf32|cgemm",
+    ),
     # Fused attention before the reductions (its kernels do a softmax) and the GEMMs.
     _rule(
         ATTENTION,
@@ -113,7 +125,9 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # Normalisation and pooling before convolution: their cuDNN kernels say cudnn too.
     _rule(NORMALISATION, r"batch_?norm|bn_(fw|bw)|layer_?norm|instance_?norm|group_?norm|\bLRN\b"),
-    _rule(POOLING, r"pool"),
+    # PyTorch's layer-norm backward for its scale and shift (GammaBetaBackwardCUDAKernel).
+    _rule(NORMALISATION, r"GammaBetaBackward", case=True),
+    _rule(POOLING, r"pool|adaptive_(avg|average|max)"),
     # XLA's pooling is a reduce-window (its max-pool gradient a select-and-scatter): JAX's
     # `wrapped_reduce-window`, YNNPACK's `ynn_fusion:reduce-window`.
     _rule(POOLING, r"reduce-window|select-and-scatter", case=True),
@@ -131,6 +145,15 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # MXNet's self-attention operators (and oneDNN's fusion of them): scores and weighted sums,
     # one matrix product per head; not fused attention (the softmax runs apart).
     _rule(BATCHED_GEMM, r"interleaved_matmul_selfatt|_sg_mkldnn_selfatt"),
+    # cuBLASLt's epilogue (bias, activation) when it runs as a kernel of its own after the GEMM.
+    _rule(GEMM, r"cublasLt::epilogue"),
+    # An embedding's backward on cuda (embedding_dense_backward): the gradient rows summed per
+    # token id over sorted segments.
+    _rule(
+        REDUCTION,
+        r"compute_grad_weight|krn_partials_per_segment|krn_partial_segment_offset|"
+        r"compute_num_of_partial_segments",
+    ),
     # GEMM: cuBLAS/cuBLASLt/CUTLASS kernels, GEMV, and every framework's matrix product.
     _rule(GEMM, r"gemm|gemv|nvjet|splitKreduce|cutlass|matmul|FullyConnected|\bdot\b|_backward_dot"),
     _rule(GEMM, r"^aten::(mm|addmm|addmv|mv|linear|matmul|_addmm_activation)$|^(Addmm|Mm|Mv)Backward"),

@@ -72,6 +72,7 @@ def checks(framework, **over):
             "settings_execution": info["settings"].get("execution"),
             "infer_steps": steps,
             "infer_seconds": time.time() - clock,
+            "ahead_of_time_seconds": getattr(a, "ahead_of_time_seconds", None),
             "infer_shape": list(a._output.shape),
             "seconds": time.time() - started,
         }

@@ -113,6 +113,13 @@ def test_each_mode_and_precision_learns_or_is_unsupported(driven, mode, precisio
     assert accuracies[-1] >= 0.5, got["epochs"]  # chance is 0.25
 
 
+def test_the_compile_ahead_of_time_is_counted_and_eager_compiles_nothing(driven):
+    # The jitted step and forward are compiled in prepare_epoch(), before any step: the runner
+    # adds these seconds to compile_seconds (the first GPU check saw 0.1 s reported without them).
+    assert driven("combo_compiled_fp32")["ahead_of_time_seconds"] > 0.05
+    assert driven("combo_eager_fp32")["ahead_of_time_seconds"] == 0.0
+
+
 def test_first_steps_of_the_compiled_step_match_eager_in_fp32(driven):
     eager, compiled = driven("combo_eager_fp32"), driven("combo_compiled_fp32")
     assert len(eager["first_losses"]) == 2

@@ -145,6 +145,26 @@ def test_warmup_runs_past_warmup_steps_until_steady_and_measures_the_compile(clo
     assert result["epochs"][0]["seconds"] == pytest.approx(5 * 1.0)
 
 
+def test_what_an_adapter_compiled_ahead_of_time_counts_in_the_compile_seconds(clock, tmp_path):
+    """JAX compiles its step before the first one (lower().compile() in prepare_epoch): its first
+    step is a steady one, so without the adapter's ahead_of_time_seconds the compile would be 0."""
+
+    class AheadOfTime(Scripted):
+        ahead_of_time_seconds = 0.0
+
+        def prepare_epoch(self, order: list[int]) -> int:
+            if not self.ahead_of_time_seconds:
+                self.clock.now += 20.0
+                self.ahead_of_time_seconds = 20.0
+            return super().prepare_epoch(order)
+
+    result = run(AheadOfTime(clock, [1.0]), tmp_path, warmup_steps=3)
+    warm = result["warmup"]
+    assert warm["ahead_of_time_seconds"] == pytest.approx(20.0)
+    assert warm["compile_seconds"] == pytest.approx(20.0)
+    assert result["epochs"][0]["seconds"] == pytest.approx(5 * 1.0)  # none of it in a timed epoch
+
+
 def test_warmup_steps_is_the_least_even_when_steady_sooner(clock, tmp_path):
     result = run(Scripted(clock, [1.0]), tmp_path, warmup_steps=6)
     assert result["warmup"]["steps"] == 6 and result["warmup"]["compile_seconds"] == 0.0

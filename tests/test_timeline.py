@@ -46,6 +46,25 @@ def test_a_line_cut_short_is_skipped_and_status_says_what_happened(tmp_path):
     assert timelines.read(path).status.startswith("missed")
 
 
+def test_cpu_times_that_advance_in_lumps_do_not_make_the_maximum_or_the_mean():
+    """The first GPU check (gVisor): samples 4 ms apart saw almost no CPU, the next 0.09 s one saw
+    11.7 CPU seconds on 16 CPUs (12,730 %). Weighted by span and taken over 1 s, both figures say
+    what the process used."""
+    timeline = timelines.Timeline(found=True, start={"kind": "start"}, end={"cpu_seconds": 0.5})
+    timeline.samples = [sample(0.1 * k, "epoch", cpu=400.0) for k in range(1, 21)]
+    timeline.samples += [sample(2.004, "epoch", cpu=10.0), sample(2.1, "epoch", cpu=4000.0)]
+    timeline.samples += [sample(2.1 + 0.1 * k, "epoch", cpu=400.0) for k in range(1, 21)]
+    summary = timelines.summarise(timeline, cpus_allowed=16)
+    assert summary["cpu_percent_max"] < 1600  # 16 CPUs: never more than all of them
+    assert summary["cpu_percent_max"] == pytest.approx(
+        (0.004 * 10 + 0.096 * 4000 + 0.9 * 400) / 1.0, rel=0.05
+    )
+    spans = [0.1] * 20 + [0.004, 0.096] + [0.1] * 20
+    cpus = [400.0] * 20 + [10.0, 4000.0] + [400.0] * 20
+    weighted = sum(c * s for c, s in zip(cpus, spans, strict=True)) / sum(spans)
+    assert summary["cpu_percent_mean"] == pytest.approx(weighted)
+
+
 def test_summary_prefers_the_timed_epochs():
     timeline = timelines.Timeline(found=True, start={"kind": "start"}, end={"cpu_seconds": 0.5})
     timeline.samples = [
@@ -59,7 +78,8 @@ def test_summary_prefers_the_timed_epochs():
     summary = timelines.summarise(timeline, cpus_allowed=2)
     assert summary["cpu_percent_mean"] == pytest.approx(180.0)
     assert summary["cpu_percent_allowed"] == pytest.approx(90.0)
-    assert summary["cpu_percent_max"] == 190.0
+    # Shorter than a CPU_MAX_WINDOW: the whole run's CPU %, each sample over its span.
+    assert summary["cpu_percent_max"] == pytest.approx((100 + 180 + 190 + 170 + 90 + 0) / 6)
     assert (summary["threads_steady"], summary["threads_max"]) == (9, 12)
     assert summary["rss_peak_bytes"] == 400 * MIB
     assert summary["rss_mean_bytes"] == pytest.approx(310 * MIB)

@@ -33,6 +33,7 @@ class Marks(object):
 
     def __init__(self, library):
         self.library = library
+        self.source = getattr(library, "_name", "libnvToolsExt")
         self._push = library.nvtxRangePushA
         self._push.argtypes = [ctypes.c_char_p]
         self._pop = library.nvtxRangePop
@@ -67,9 +68,46 @@ def load():
     return None
 
 
+class TorchMarks(object):
+    """PyTorch's own NVTX binding (torch.cuda.nvtx), for a PyTorch cuda run without
+    libnvToolsExt: CUDA 12 made NVTX a header-only library (NVTX3), and the CUDA 13 wheels ship
+    no libnvToolsExt at all (the first GPU check's PyTorch 2.11 with CUDA 13 had none), while
+    PyTorch compiles the NVTX3 calls into itself."""
+
+    active = True
+    source = "torch.cuda.nvtx (PyTorch's NVTX3 binding)"
+
+    def __init__(self, module):
+        self._push = module.range_push
+        self._pop = module.range_pop
+
+    def push(self, text):
+        self._push(text)
+
+    def pop(self):
+        self._pop()
+
+
+def _torch_marks():
+    try:
+        import torch.cuda.nvtx as module
+        module.range_push("bench")  # raises where this build has no NVTX
+        module.range_pop()
+    except Exception:  # noqa: BLE001 - any failure means no ranges, never a failed run
+        return None
+    return TorchMarks(module)
+
+
 def marks_for(config):
-    """NVTX ranges for a cuda run where the library is there; NoMarks otherwise."""
+    """NVTX ranges for a cuda run: libnvToolsExt where it is there, else (PyTorch) its own
+    binding; NoMarks otherwise."""
     if config.get("device") != "cuda":
         return NoMarks()
     library = load()
-    return Marks(library) if library is not None else NoMarks()
+    if library is not None:
+        return Marks(library)
+    if config.get("framework") == "pytorch":
+        marks = _torch_marks()
+        if marks is not None:
+            return marks
+    return NoMarks()

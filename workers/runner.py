@@ -94,6 +94,10 @@ def _warmup(adapter, config, events, train_size, marks, decide=_alone):
             first_loss = adapter.epoch_loss()  # reads and clears the loss sum: the first step's
     marks.pop()
     summary = state.summary()
+    ahead = getattr(adapter, "ahead_of_time_seconds", 0.0)
+    if ahead:  # compiled before the first step (JAX): part of the time to steady all the same
+        summary["ahead_of_time_seconds"] = ahead
+        summary["compile_seconds"] += ahead
     # For a run that fails later: bench stores the warm-up's figures from this event.
     events.emit("steady", first_step_loss=first_loss,
                 **{k: v for k, v in summary.items() if k != "step_seconds"})

@@ -118,6 +118,10 @@ class Adapter(object):
         # None), "compute_dtypes" (what the convolutions and matrix products ran in, where the
         # adapter can see it), and any setting behind them.
         self.execution = {}
+        # Seconds spent compiling ahead of time, outside any step (JAX's lower().compile() in
+        # prepare_epoch()): the runner adds them to the warm-up's compile_seconds, which would
+        # otherwise see only what the first steps cost beyond a steady one.
+        self.ahead_of_time_seconds = 0.0
 
     # -- execution mode and precision (workers/execution.py; docs/fairness.md) ---------------
 

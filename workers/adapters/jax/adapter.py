@@ -23,6 +23,7 @@ set before jax is imported, sizes it (docs/frameworks/jax.md says what else was 
 
 import os
 import platform
+import time
 
 from workers import data, models
 from workers.adapters import base
@@ -87,7 +88,8 @@ class Adapter(base.Adapter):
             "optax_version": optax.__version__,
             "python_version": platform.python_version(),
             "build": "cuda" if plugin else "cpu",
-            "cuda_version": _version(plugin.replace("_", "-")) if plugin else None,
+            "cuda_version": _cuda_version(plugin),
+            "cuda_plugin_version": _version(plugin.replace("_", "-")) if plugin else None,
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
             "settings": dict(_settings(jax), depthwise=self._depthwise, attention=self._attention),
         }
@@ -334,7 +336,9 @@ class Adapter(base.Adapter):
             # The state is donated: XLA updates weights and optimizer state in place.
             shardings = {"out_shardings": self._replicated} if self._replicated is not None else {}
             jitted = jax.jit(train, donate_argnums=0, **shardings)
+            began = time.perf_counter()
             self._train_fn = jitted.lower(self._state, x, y).compile()
+            self.ahead_of_time_seconds += time.perf_counter() - began
         self._eval_fn = self._call(jax.jit(evaluate))  # compiled by the first (untimed) evaluate()
         if self._tracer is not None:  # it names XLA's custom fusions from the compiled HLO
             self._tracer.hlo_text = self._train_fn.as_text()
@@ -381,7 +385,9 @@ class Adapter(base.Adapter):
             self._infer_fn = self._call(infer)
             return
         with self._context():
+            began = time.perf_counter()
             self._infer_fn = jax.jit(infer).lower(state["params"], state["batch_stats"], x).compile()
+            self.ahead_of_time_seconds += time.perf_counter() - began
         if self._tracer is not None:
             self._tracer.hlo_text = self._infer_fn.as_text()
 
@@ -655,6 +661,23 @@ def _cuda_plugin():
         if importlib.util.find_spec(name) is not None:
             return name
     return None
+
+
+def _cuda_version(plugin):
+    """CUDA's version for a CUDA build: the runtime jaxlib reports ("13.0"), else the major
+    version in the plugin's name (jax_cuda13_plugin: "13"); None for a CPU build. (The plugin's
+    own version is jax's, which the first GPU check had shown as the CUDA version.)"""
+    if plugin is None:
+        return None
+    try:
+        from jax._src.lib import cuda_versions  # private, and absent in some jaxlib builds
+        runtime = cuda_versions.cuda_runtime_get_version() if cuda_versions is not None else None
+    except Exception:  # noqa: BLE001 - the plugin's name says enough
+        runtime = None
+    if isinstance(runtime, int) and runtime > 0:
+        return "{}.{}".format(runtime // 1000, runtime % 1000 // 10)
+    digits = "".join(c for c in plugin.split("cuda", 1)[-1] if c.isdigit())
+    return digits or None
 
 
 def _cuda_device(jax, plugin):
