@@ -68,7 +68,8 @@ OPTIONS = [
         default=0,
         show_default=True,
         help="Run a configuration again, up to N more times, while its run is flagged disturbed "
-        "(each attempt is recorded; reports take the latest).",
+        "(each attempt is recorded; reports take the latest). With --resume, a configuration whose "
+        "latest run was flagged disturbed runs again too.",
     ),
 ]
 

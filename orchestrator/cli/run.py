@@ -147,7 +147,11 @@ def run(
         _dry_run(configs, set())
         return
     db = Database(db_url, create=not dry_run)
-    earlier = earlier_sweep(db, m.name, backstop=not no_backstop) if resume else None
+    earlier = (
+        earlier_sweep(db, m.name, backstop=not no_backstop, redo_disturbed=retry_disturbed > 0)
+        if resume
+        else None
+    )
     if dry_run:
         _dry_run(configs, earlier.done if earlier else set())
         return

@@ -74,25 +74,36 @@ def latest_sweep(db: Database, name: str) -> dict | None:
     return next(db.rows(query), None)
 
 
-def finished_hashes(db: Database, sweep_id: int, backstop: bool = True) -> set[str]:
+def finished_hashes(
+    db: Database, sweep_id: int, backstop: bool = True, redo_disturbed: bool = False
+) -> set[str]:
     """Configurations of a sweep that already have a finished run (not interrupted, no cluster fault).
 
     Without the backstop, a configuration the backstop skipped is not finished: it runs.
+    ``redo_disturbed`` (--resume with --retry-disturbed): nor is one whose latest finished run was
+    flagged disturbed; it runs again, its earlier rows kept (reports take the latest).
     """
     runs = db.runs
     unfinished = [*RUN_AGAIN_ON_RESUME] if backstop else [*RUN_AGAIN_ON_RESUME, "skipped"]
-    query = sa.select(runs.c.config_hash).where(
-        runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(unfinished)
+    query = (
+        sa.select(runs.c.config_hash, runs.c.disturbed)
+        .where(runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(unfinished))
+        .order_by(runs.c.id)
     )
-    return {row["config_hash"] for row in db.rows(query)}
+    latest: dict[str, Any] = {}
+    for row in db.rows(query):  # by id: the last one of a configuration stays
+        latest[row["config_hash"]] = row["disturbed"]
+    if redo_disturbed:
+        return {h for h, disturbed in latest.items() if disturbed != 1}
+    return set(latest)
 
 
-def earlier_sweep(db: Database, name: str, backstop: bool) -> Earlier | None:
+def earlier_sweep(db: Database, name: str, backstop: bool, redo_disturbed: bool = False) -> Earlier | None:
     """The sweep --resume would continue, with what it finished; None if the matrix has none."""
     sweep = latest_sweep(db, name)
     if sweep is None:
         return None
-    return Earlier(sweep, finished_hashes(db, sweep["id"], backstop=backstop))
+    return Earlier(sweep, finished_hashes(db, sweep["id"], backstop=backstop, redo_disturbed=redo_disturbed))
 
 
 def run_sweep(
