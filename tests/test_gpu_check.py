@@ -200,3 +200,26 @@ def test_a_phase_asked_for_that_left_no_sweep_fails(tmp_path):
     assert status["oom under gpu_memory_budget"] == status["oom at a batch too large for the card"] == "FAIL"
     assert status["harness overhead against the bare loop (resnet50, 224 px, batch 64)"] == "FAIL"
     assert status["every cuda run ok, images/s and epoch seconds"] == "NOTE"  # matrix not asked for
+
+
+def test_a_report_is_written_after_each_phase_and_phases_to_come_are_not_failures(tmp_path):
+    """The first GPU run's call was cut off by its time limit before any report was written: the
+    report is now rewritten after every phase, saying which phases are still to run."""
+    import argparse
+
+    out = tmp_path / "gpu-check.md"
+    args = argparse.Namespace(
+        phases=["oom", "overhead"], out=out, registered="BENCH_PYTHON_PYTORCH", nvtx="none"
+    )
+    cuda = {"python": sys.executable, "device": "none"}
+    common = (args, {}, tmp_path / "commands.log", tmp_path / "absent.db", tmp_path, cuda, None)
+    found = phases.write_report(*common, {"oom": 1.0}, 0.0, final=False)
+    status = {c.name: c.status for c in found}
+    assert status["oom under gpu_memory_budget"] == "FAIL"  # it ran and left nothing
+    assert status["harness overhead against the bare loop (resnet50, 224 px, batch 64)"] == "NOTE"
+    assert out.read_text().startswith("**Partial: phases still to run: overhead.**\n\n# bench GPU check\n")
+    found = phases.write_report(*common, {"oom": 1.0, "overhead": 1.0}, 0.0, final=True)
+    assert {c.name: c.status for c in found}[
+        "harness overhead against the bare loop (resnet50, 224 px, batch 64)"
+    ] == "FAIL"
+    assert out.read_text().startswith("# bench GPU check\n")
