@@ -294,10 +294,12 @@ def run(adapter, config, events):
     # Before setup: a framework without a profiler is unsupported before anything runs, and a
     # tracer that must configure its framework before the import can.
     session = trace.session_for(adapter, config)
-    marks = nvtx.marks_for(config)
     events.set_phase("import")
     info = adapter.setup()
     events.emit("setup", **info)
+    # After setup: PyTorch's NVTX fallback imports torch, which must come after the adapter has
+    # set the thread variables that torch reads at its import.
+    marks = nvtx.marks_for(config)
     channel = coordination.Alone()
     if replica_of(config)[1] > 1:
         events.set_phase("join")
