@@ -3,8 +3,10 @@
     python -m profiler.sampler --out samples.jsonl --events events.jsonl [--interval 0.1]
         [--memory-budget BYTES] [--pid PID --t0 EPOCH_SECONDS]
 
-Without --pid it reads "PID T0" from its standard input: the orchestrator starts it first, so
-its own start-up overlaps the worker's and it is watching from the worker's first moments.
+Without --pid it reads "PID T0" from its standard input: the orchestrator starts it first and
+waits for the line "ready" on its standard output (its imports done, NVML opened) before it starts
+the worker, so the sampler is watching from the worker's first moment even on a loaded machine,
+where a worker that failed at once used to end before the sampler's first sample.
 
 It runs in the orchestrator's environment (psutil and NVML never enter a framework's), samples on
 a drift-corrected schedule until the worker exits, takes one last sample then, and appends every
@@ -180,12 +182,12 @@ class Tree:
 
 
 class Sampler:
-    def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
+    def __init__(self, args: argparse.Namespace, out: IO[str], gpu: Gpu | None = None) -> None:
         self.args, self.out = args, out
         self.t0 = args.t0 if args.t0 is not None else time.time()
         self.tree = Tree(args.pid, self.t0)
         self.tail = PhaseTail(args.events)
-        self.gpu = Gpu()
+        self.gpu = gpu if gpu is not None else Gpu()
         self.count = 0
         self.last_uss = -USS_EVERY_SECONDS
         self.rss_at_uss = 0
@@ -318,9 +320,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+READY = b"ready\n"
+
+
+def _say_ready() -> None:
+    """Tell the orchestrator, on stdout, that the worker may start; stdout then joins stderr (the
+    log), since the orchestrator reads no more of it."""
+    try:
+        os.write(1, READY)
+    except OSError:  # nobody listens (it stopped waiting, or stdout was closed)
+        pass
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        pass
+
+
 def _target(args: argparse.Namespace) -> bool:
     """Fill in pid and t0 (from stdin when --pid is '-'); False when there is nothing to watch."""
     if args.pid == "-":
+        _say_ready()
         line = sys.stdin.readline().split()
         if len(line) != 2:
             return False  # the orchestrator went away before starting the worker
@@ -332,6 +351,7 @@ def _target(args: argparse.Namespace) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    gpu = Gpu()  # before the worker exists: NVML's start-up is not taken from the worker's first moments
     if not _target(args):
         return 0
     signal.signal(signal.SIGTERM, _on_term)
@@ -340,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(args.nice)
     with open(args.out, "a", encoding="utf-8") as out:
         try:
-            sampler = Sampler(args, out)
+            sampler = Sampler(args, out, gpu)
         except psutil.NoSuchProcess:
             out.write(json.dumps({"kind": "start", "missed": "the worker had ended before the first sample"}))
             out.write("\n")

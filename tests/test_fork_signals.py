@@ -34,3 +34,31 @@ def test_ctrl_c_during_the_samplers_fork_is_held_then_raised_and_the_sampler_end
     assert car.proc is not None, "the sampler was started, so bench knows of it"
     car.stop()  # what execute() does when it is stopped before the worker exists
     assert car.proc.returncode is not None
+
+
+SLOW_START = (
+    "import runpy, sys, time; time.sleep(1.5); sys.argv[0] = 'sampler'; "
+    "runpy.run_module('profiler.sampler', run_name='__main__')"
+)
+
+
+def test_a_worker_that_ends_at_once_is_sampled_however_slow_the_sampler_starts(tmp_path, monkeypatch):
+    """The worker starts only once the sampler says it is ready: on a loaded machine a fault run
+    that failed at once used to end before the sampler's first sample, and had no timeline."""
+    import json
+    import sys
+    import time
+
+    car = Sidecar(SidecarSettings(0.05, None, None), tmp_path)
+    slow = [sys.executable, "-c", SLOW_START, *car.command()[3:]]
+    monkeypatch.setattr(car, "command", lambda: slow)
+    car.launch()
+    assert car.ready
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"])
+    car.start(worker.pid, time.time())
+    worker.wait()
+    car.stop()
+    records = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert "missed" not in records[0], records[0]
+    assert any(r["kind"] == "sample" for r in records)
+    assert car.proc is not None and car.proc.returncode == 0

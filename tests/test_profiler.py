@@ -159,13 +159,18 @@ def test_samples_keep_to_their_schedule(sweep):
     run = runs[4]
     rows = [r for r in samples(db, run) if not r["final"]]
     assert len(rows) >= 20
-    start = rows[0]["t"]
+
     # Drift-corrected: samples sit on start + k * interval, and a late one does not shift the rest,
-    # so the offsets from that grid stay small. (A loop that sleeps an interval after each sample
+    # so their distances from that grid stay small. (A loop that sleeps an interval after each sample
     # slides along the grid by its own cost every time, and its offsets spread over the interval.)
-    offsets = [abs(((r["t"] - start) / 0.05 + 0.5) % 1.0 - 0.5) for r in rows]
-    assert statistics.median(offsets) < 0.15, offsets
-    assert rows[-1]["t"] - start > 1.5
+    # The grid's origin is not recorded, and the first sample may itself be late (it is taken as the
+    # worker starts, beside its start-up): the origin is the sample whose grid fits the rest best.
+    def offsets(origin: float) -> list[float]:
+        return [abs(((r["t"] - origin) / 0.05 + 0.5) % 1.0 - 0.5) for r in rows]
+
+    best = min((offsets(r["t"]) for r in rows), key=statistics.median)
+    assert statistics.median(best) < 0.15, best
+    assert rows[-1]["t"] - rows[0]["t"] > 1.5
 
 
 def test_cpus_pin_the_worker_and_its_children(sweep):

@@ -7,9 +7,11 @@ terminal is the orchestrator's to handle) and dies with the orchestrator, like t
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,11 @@ PROFILER_PARENT = Path(__file__).resolve().parents[2]
 SAMPLES_FILE = "samples.jsonl"
 # After the worker has gone, the sampler takes its last sample and exits; this is plenty.
 STOP_GRACE_SECONDS = 3.0
+# How long the worker's start waits for the sampler to say it is ready (its imports, NVML): a
+# fraction of a second on a quiet machine, seconds on a loaded one. A sampler that is not ready by
+# then is not waited for: the run goes on, and the sampler starts watching when it can.
+READY_SECONDS = 20.0
+READY_LINE = b"ready\n"
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class Sidecar:
     def __init__(self, settings: SidecarSettings, run_dir: Path) -> None:
         self.settings, self.run_dir = settings, run_dir
         self.proc: subprocess.Popen[bytes] | None = None
+        self.ready = False  # the sampler said it was ready before the worker started
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "profiler.sampler", "--out", SAMPLES_FILE, "--events", "events.jsonl"]
@@ -46,7 +54,8 @@ class Sidecar:
         return cmd
 
     def launch(self, token: str | None = None) -> None:
-        """Start the sampler before the worker: it imports, then waits for the pid on stdin.
+        """Start the sampler before the worker, and wait until it says it is ready (its imports
+        done), so that it watches from the worker's first moment; it then waits for the pid on stdin.
 
         ``token``: the run's marker, so that whatever ends the run's processes ends the sampler too.
         """
@@ -60,11 +69,33 @@ class Sidecar:
                 cwd=self.run_dir,
                 env=env,
                 stdin=subprocess.PIPE,
-                stdout=log,
+                stdout=subprocess.PIPE,
                 stderr=log,
                 start_new_session=True,
                 preexec_fn=die_with_parent,
             )
+        self.ready = self._await_ready(self.proc)
+
+    @staticmethod
+    def _await_ready(proc: subprocess.Popen[bytes]) -> bool:
+        """Read the sampler's one line of stdout ("ready"; nothing if it died starting), then close it."""
+        stdout = proc.stdout
+        if stdout is None:
+            return False
+        try:
+            line = b""
+            deadline = time.monotonic() + READY_SECONDS
+            while not line.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([stdout], [], [], left)[0]:
+                    return False
+                chunk = os.read(stdout.fileno(), len(READY_LINE))
+                if not chunk:  # it ended before it was ready: the run goes on unwatched
+                    return False
+                line += chunk
+            return line == READY_LINE
+        finally:
+            stdout.close()
 
     def start(self, pid: int, t0: float) -> None:
         """Point the waiting sampler at the worker."""
