@@ -21,6 +21,7 @@ Threads: XLA's CPU intra-op pool has one thread per CPU the process may run on; 
 set before jax is imported, sizes it (docs/frameworks/jax.md says what else was tried).
 """
 
+import functools
 import os
 import platform
 import time
@@ -239,7 +240,10 @@ class Adapter(base.Adapter):
             self.execution.pop("layers", None)
         key = jax.random.PRNGKey(self.config["seed"])
         with jax.default_device(self.device):
-            variables = self.net.init(key, _zeros(jnp, arch, 1), train=False)
+            # Initialised by one compiled function, whatever the mode: op by op, XLA compiles
+            # every initializer and layer of the model on its own, which took twice as long
+            # (ResNet50 28 s against 14 s on this CPU; docs/performance.md). It is set-up, never timed.
+            variables = jax.jit(functools.partial(self.net.init, train=False))(key, _zeros(jnp, arch, 1))
             params = variables["params"]
             self.tx = self._make_optimizer()
             state = {"params": params, "batch_stats": variables.get("batch_stats", {}),
@@ -264,7 +268,8 @@ class Adapter(base.Adapter):
     def forward_shape(self, batch):
         variables = {"params": self._state["params"], "batch_stats": self._state["batch_stats"]}
         x = _zeros(self.jnp, self._arch, batch)
-        return tuple(self.net.apply(variables, x, train=False).shape)
+        # compiled, as init is: op by op cost GoogLeNet 15 s against 4 s
+        return tuple(self.jax.jit(functools.partial(self.net.apply, train=False))(variables, x).shape)
 
     def _make_optimizer(self):
         """Optax transformations set to PyTorch's update rules (see docs/frameworks/jax.md)."""
