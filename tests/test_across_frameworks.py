@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli.main import cli as bench_cli
 from orchestrator.config.run_config import FRAMEWORKS, MODELS
+from workers import models
 from workers.models import GPT, LANGUAGE
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
@@ -38,11 +39,20 @@ KNOWN_LIMITS = {
 QUICK = Path(__file__).resolve().parent.parent / "matrices" / "quick.yaml"
 
 
-def test_every_model_has_the_same_parameters_in_every_framework():
-    result = CliRunner().invoke(bench_cli, ["models", "--format", "json", "--image-size", "64"])
+# The image models but ViT-B/16 are built in every framework, and their counts held to the
+# reference, by each adapter's in-process driver (test_<framework>_adapter.py: one process per
+# framework, not one per model); their reference counts are test_models.py's. `bench models` here
+# builds the rest: the two transformers of full size, the GRU and the tiny GPT. (All eleven models,
+# one process each, took 12 minutes of CI; docs/performance.md, "The test suite's time".)
+PROBED = tuple(m for m in MODELS if m not in models.MODELS or m == "vit_b16")
+
+
+def test_the_models_no_adapter_test_builds_have_the_same_parameters_in_every_framework():
+    args = ["models", "--format", "json", "--image-size", "64"]
+    result = CliRunner().invoke(bench_cli, args + [f"--model={m}" for m in PROBED])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert {(r["framework"], r["model"]) for r in rows} == {(f, m) for f in REAL for m in MODELS}
+    assert {(r["framework"], r["model"]) for r in rows} == {(f, m) for f in REAL for m in PROBED}
     for row in rows:
         limit = KNOWN_LIMITS.get((row["framework"], row["model"]))
         if limit:
