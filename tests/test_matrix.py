@@ -254,6 +254,7 @@ def test_unknown_keys_in_sections(text: str, expected: str) -> None:
         ("exclude:\n  - {model: vgg}\n", "m.yaml:2: model: unknown model 'vgg'"),
         ("include:\n  - {seed: x}\n", "m.yaml:2: seed: expected a non-negative integer, got 'x'"),
         ("settings:\n  seed: !!int abc\n", "m.yaml:2: seed: cannot read value 'abc'"),
+        ("axes:\n  threads: [1, most]\n", "m.yaml:2: threads: expected all or a non-negative integer"),
         ("settings:\n  seed: !custom 1\n", "m.yaml:2: seed: cannot read value '1'"),
         (
             "settings:\n  fault: !!python/object/apply:os.system [echo]\n",
@@ -263,6 +264,22 @@ def test_unknown_keys_in_sections(text: str, expected: str) -> None:
 )
 def test_invalid_values_point_at_the_value(text: str, expected: str) -> None:
     assert error(text).startswith(expected)
+
+
+def test_threads_all_is_every_cpu_the_run_may_use_resolved_as_the_matrix_is_read() -> None:
+    import os
+
+    here = len(os.sched_getaffinity(0))
+    matrix = load(
+        "settings: {threads: all}\naxes:\n  framework: [paddle]\ninclude:\n"
+        "  - {framework: pytorch, cpus: [0]}\n  - {framework: pytorch, replicas: 2}\n"
+        f"  - {{framework: mxnet, threads: {here}}}\n"
+    )
+    paddle, pinned, replicated, written = matrix.configs
+    assert paddle.threads == here and pinned.threads == 1 and replicated.threads == max(1, here // 2)
+    # the count, as if it had been written: the same configuration, hash and all
+    assert written.threads == here
+    assert paddle.config_hash == RunConfig(framework="paddle", threads=here).config_hash
 
 
 def test_unknown_choice_suggests_the_closest() -> None:

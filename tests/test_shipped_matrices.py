@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
 from pathlib import Path
@@ -119,7 +120,7 @@ def test_the_modes_matrices_cross_every_framework_mode_and_precision():
         for p in ("fp32", "bf16")
     }
     assert {(c.image_size, c.batch_size, c.threads, c.dataset) for c in configs} == {
-        (224, 32, 0, "synthetic")
+        (224, 32, len(os.sched_getaffinity(0)), "synthetic")  # threads: all
     }
     assert {c.task for c in configs} <= {None, "train"}
     quick = load_matrix(MATRICES / "modes-quick.yaml").configs

@@ -36,7 +36,11 @@ MEANINGS: dict[str, str] = {
     "image_size": "Side of the square images, in pixels.",
     "classes": "Number of classes.",
     "val_fraction": "Share of the data set held out for validation.",
-    "threads": "CPU threads for the framework; 0 leaves the framework's default.",
+    "threads": (
+        "CPU threads for the framework; 0 leaves the framework's default (one thread for Paddle, half"
+        " the cores for MXNet); all: every CPU the run may use (its cpus, else this machine's), shared"
+        " among its replicas, resolved when the matrix is read."
+    ),
     "seed": "Seed for data, initial weights and epoch order.",
     "fault": "framework fault only: what the fault worker does.",
     "exit_code": "framework fault only: the exit status of fault exit (or hostile).",
@@ -98,7 +102,7 @@ def allowed(field: str) -> str:
         return " | ".join(CHOICES[field])
     if field in INT_LIMITS:
         low, high = INT_LIMITS[field]
-        return f"an integer, {low} to {high}"
+        return ("all, or " if field == "threads" else "") + f"an integer, {low} to {high}"
     return _FORMATS[field]
 
 

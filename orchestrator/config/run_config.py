@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -17,6 +18,7 @@ from typing import Any
 
 from orchestrator.config.values import (
     MAX_CPUS,
+    cpu_set,
     format_size,
     parse_cpus,
     parse_size,
@@ -146,6 +148,10 @@ class RunConfig:
     replicas: int | None = None
     fault_replica: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.threads == THREADS_ALL:  # `threads: all`, resolved on the machine that expands the matrix
+            object.__setattr__(self, "threads", all_threads(self.cpus, self.replicas))
+
     def to_dict(self) -> dict[str, Any]:
         # Every field is a plain scalar, so this equals dataclasses.asdict, without its deep copies
         # (which made hashing a 100,000-configuration matrix take seconds).
@@ -230,6 +236,26 @@ INT_LIMITS: dict[str, tuple[int, int]] = {
     "replicas": (1, 1024),
     "fault_replica": (0, 1023),
 }
+
+
+# `threads: all` as it is read: every CPU the run may use. RunConfig resolves it at once (all_threads),
+# so a configuration, its hash and its record hold the count, as if it had been written.
+THREADS_ALL = -1
+
+
+def all_threads(cpus: str | None, replicas: int | None = None) -> int:
+    """`threads: all`: the CPUs of `cpus`, else every CPU bench may use here, shared equally among
+    the run's replicas (at least one each)."""
+    count = len(cpu_set(cpus)) if cpus else len(os.sched_getaffinity(0))
+    return max(1, count // max(1, replicas or 1))
+
+
+def _threads(value: Any) -> int:
+    if value == "all":
+        return THREADS_ALL
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"expected all or a non-negative integer, got {shown(value)}")
+    return _int("threads")(value)
 
 
 def _int(key: str) -> Callable[[Any], int]:
@@ -364,7 +390,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "image_size": _int("image_size"),
     "classes": _int("classes"),
     "val_fraction": _number(positive=True, maximum=1.0),
-    "threads": _int("threads"),
+    "threads": _threads,
     "seed": _int("seed"),
     "fault": _choice(CHOICES["fault"], "fault"),
     "exit_code": _int("exit_code"),
