@@ -241,8 +241,9 @@ class Adapter(base.Adapter):
         key = jax.random.PRNGKey(self.config["seed"])
         with jax.default_device(self.device):
             # Initialised by one compiled function, whatever the mode: op by op, XLA compiles
-            # every initializer and layer of the model on its own, which took twice as long
-            # (ResNet50 28 s against 14 s on this CPU; docs/performance.md). It is set-up, never timed.
+            # every initializer and layer of the model on its own, which took up to twice as long
+            # (GoogLeNet 52 s against 28 s, ResNet50 20 s against 18 s on this CPU;
+            # docs/performance.md, "The test suite's time"). It is set-up, never timed.
             variables = jax.jit(functools.partial(self.net.init, train=False))(key, _zeros(jnp, arch, 1))
             params = variables["params"]
             self.tx = self._make_optimizer()
@@ -268,7 +269,7 @@ class Adapter(base.Adapter):
     def forward_shape(self, batch):
         variables = {"params": self._state["params"], "batch_stats": self._state["batch_stats"]}
         x = _zeros(self.jnp, self._arch, batch)
-        # compiled, as init is: op by op cost GoogLeNet 15 s against 4 s
+        # compiled, as init is: op by op cost GoogLeNet 16 s against 4 s
         return tuple(self.jax.jit(functools.partial(self.net.apply, train=False))(variables, x).shape)
 
     def _make_optimizer(self):
