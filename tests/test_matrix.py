@@ -280,6 +280,9 @@ def test_threads_all_is_every_cpu_the_run_may_use_resolved_as_the_matrix_is_read
     # the count, as if it had been written: the same configuration, hash and all
     assert written.threads == here
     assert paddle.config_hash == RunConfig(framework="paddle", threads=here).config_hash
+    # --only threads=all picks what `threads: all` gave on this machine
+    chosen = select(matrix.configs, parse_only("threads=all"))
+    assert chosen == [c for c in matrix.configs if c.threads == here] and paddle in chosen
 
 
 def test_unknown_choice_suggests_the_closest() -> None:

@@ -18,7 +18,9 @@ from orchestrator.config import run_config
 from orchestrator.config.run_config import (
     FIELD_NAMES,
     SQLITE_INT_MAX,
+    THREADS_ALL,
     RunConfig,
+    all_threads,
     validate_field,
 )
 from orchestrator.config.values import cut, shown
@@ -62,9 +64,12 @@ def parse_value(key: str, raw: str, option: str) -> Any:
         raise ConfigError(f"{option}: {cut(key)}: {unknown_key(key, FIELD_NAMES)}")
     value = raw if key in CHOICES else _typed(raw)
     try:
-        return validate_field(key, value)
+        valid = validate_field(key, value)
     except ValueError as exc:
         raise ConfigError(f"{option}: {key}: {value_message(key, value, exc)}") from None
+    if key == "threads" and valid == THREADS_ALL:  # as a matrix reads it here: this machine's CPUs
+        return all_threads(None)
+    return valid
 
 
 def select(configs: Iterable[RunConfig], only: dict[str, frozenset[Any]]) -> list[RunConfig]:
