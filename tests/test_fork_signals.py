@@ -54,7 +54,7 @@ def test_a_worker_that_ends_at_once_is_sampled_however_slow_the_sampler_starts(t
     monkeypatch.setattr(car, "command", lambda: slow)
     car.launch()
     assert car.ready
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"])
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1)"])
     car.start(worker.pid, time.time())
     worker.wait()
     car.stop()
