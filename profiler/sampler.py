@@ -320,7 +320,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-READY = b"ready\n"
+READY = b"ready\n"  # the one line of stdout, which orchestrator/launch/sidecar.py waits for
 
 
 def _say_ready() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from orchestrator.launch.orphans import TOKEN_VARIABLE
 from orchestrator.launch.process import die_with_parent, signals_blocked
+from profiler.sampler import READY as READY_LINE
 
 PROFILER_PARENT = Path(__file__).resolve().parents[2]
 SAMPLES_FILE = "samples.jsonl"
@@ -26,7 +27,6 @@ STOP_GRACE_SECONDS = 3.0
 # fraction of a second on a quiet machine, seconds on a loaded one. A sampler that is not ready by
 # then is not waited for: the run goes on, and the sampler starts watching when it can.
 READY_SECONDS = 20.0
-READY_LINE = b"ready\n"
 
 
 @dataclass(frozen=True)
