@@ -9,6 +9,7 @@ runner, no adapter.
 
 With --device cuda the batches wait in pinned host memory and each step copies its own to the GPU
 (non_blocking), as the harness's adapter does; the clock stops after torch.cuda.synchronize().
+TF32 is off for matrix products and cuDNN's convolutions, as the adapter's fp32 has it.
 
 With --paired N it instead measures, in this one process, N passes over the steps, taken in chunks
 of --chunk steps three times in turn, each chunk clocked on its own: by the harness's code (the
@@ -96,6 +97,12 @@ def solo_model(torch, args):
         model = sequential(torch.nn, arch["layers"], tuple(arch["input"]))[0].train()
     if args.device == "cuda":
         torch.backends.cudnn.benchmark = True  # as the adapter sets it
+        # fp32 as the adapter runs it: no TF32 in cuDNN's convolutions either. PyTorch's default lets
+        # them use TF32, and on the first GPU check (H200) that alone made this loop 2.1x faster than
+        # the harness's fp32 run (32.7 against 68.9 ms a ResNet50 step at batch 64): a precision
+        # difference, not harness overhead.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
         model = model.to("cuda")
     return model
 
