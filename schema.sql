@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 9;
+PRAGMA user_version = 10;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -167,7 +167,11 @@ CREATE TABLE runs (
     -- all replicas together (images_per_second counts the global batch), timed by replica 0
     replicas                INTEGER,                     -- configuration: processes; NULL: one
     fault_replica           INTEGER,                     -- configuration: fault only, the replica the fault strikes
-    global_batch            INTEGER                      -- batch_size x replicas: samples per optimizer step
+    global_batch            INTEGER,                     -- batch_size x replicas: samples per optimizer step
+    -- version 10: the compile figure's own disturbance (profiler/disturbance.py), over the warm-up
+    compile_other_cpu_percent REAL,                      -- other load during the warm-up, % of the allowed CPUs
+    compile_load_seconds    REAL,                        -- seconds of compile_seconds that load may account for
+    compile_disturbed       INTEGER                      -- 1: compile_seconds not trustworthy; 0: quiet; NULL: unknown
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 

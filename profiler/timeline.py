@@ -17,6 +17,7 @@ from profiler import disturbance
 
 # The phase whose samples describe steady training; summaries prefer it when the run reached it.
 STEADY_PHASE = "epoch"
+WARMUP_PHASE = "warmup"
 
 
 @dataclass
@@ -185,6 +186,13 @@ def summarise(timeline: Timeline, cpus_allowed: int) -> dict[str, Any]:
 def disturbed(timeline: Timeline) -> bool:
     """Whether the run's timed epochs were disturbed (False where that is unknown)."""
     return disturbance.summary(_steady(timeline.samples))["disturbed"] == 1
+
+
+def compile_disturbance(timeline: Timeline, compile_seconds: float | None) -> dict[str, Any]:
+    """Whether the run's compile figure is trustworthy: other load over its warm-up
+    (profiler/disturbance.py, compile_summary)."""
+    warmup = [s for s in timeline.samples if s.get("phase") == WARMUP_PHASE and not s.get("final")]
+    return disturbance.compile_summary(warmup, compile_seconds)
 
 
 def phases(timeline: Timeline, cpus_allowed: int) -> list[dict[str, Any]]:

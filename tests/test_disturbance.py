@@ -92,6 +92,36 @@ def test_a_run_is_flagged_past_either_threshold_and_unknown_without_figures():
     assert disturbance.summary([{"other": None}] * 20)["disturbed"] is None  # an old sampler's samples
 
 
+def warmup(other: float, seconds: float, steal: float = 0.0) -> list[dict]:
+    """A warm-up of ``seconds`` sampled every 0.1 s on 2 CPUs, at the given % of other load."""
+    count = round(seconds / 0.1)
+    return [{**samples(other, steal, 1)[0], "span_s": 0.2, "t": 0.1 * i} for i in range(count)]
+
+
+def test_the_compile_figure_is_flagged_where_the_warmups_load_may_account_for_it():
+    """compile_seconds is a difference: what other load may have added to a warm-up lands in it
+    whole. The bound is the warm-up's wall time x the lost share of the CPUs."""
+    check = disturbance.compile_summary
+    # The case that made the rule (docs/fairness.md): 10.7 % beside a 120 s warm-up, under the
+    # epochs' 15 % limit, turned a compile of 0 s into 20.2 s.
+    seen = check(warmup(10.7, 120.0), 20.2)
+    assert seen["compile_disturbed"] == 1 and seen["compile_load_seconds"] == pytest.approx(12.84, abs=0.01)
+    assert seen["compile_other_cpu_percent"] == pytest.approx(10.7)
+    # Quiet (2 %, the top of this machine's quiet figures) over the same warm-up: 2.4 s, under the slack.
+    quiet = check(warmup(2.0, 120.0), 0.0)
+    assert quiet["compile_disturbed"] == 0 and quiet["compile_load_seconds"] == pytest.approx(2.4, abs=0.01)
+    # The same 2.4 s against a 60 s compile is within a quarter of it; against 1 s of a 300 s warm-up, not.
+    assert check(warmup(2.0, 120.0), 60.0)["compile_disturbed"] == 0
+    assert check(warmup(2.0, 300.0), 1.0)["compile_disturbed"] == 1
+    # Past the epochs' limits, flagged whatever the bound; steal counts as load.
+    assert check(warmup(disturbance.OTHER_LIMIT + 1, 1.0), 100.0)["compile_disturbed"] == 1
+    assert check(warmup(0.0, 1.0, steal=disturbance.STEAL_LIMIT + 1), 100.0)["compile_disturbed"] == 1
+    # Unknown: no compile figure, too few samples, no times.
+    assert check(warmup(50.0, 120.0), None)["compile_disturbed"] is None
+    assert check(warmup(50.0, 0.1 * (disturbance.MIN_SAMPLES - 1)), 5.0)["compile_disturbed"] is None
+    assert check(samples(50.0), 5.0)["compile_disturbed"] is None
+
+
 def test_shares_and_cpu_lists():
     assert Share(-1.0, 0.0, 2.0).other_percent() == 0.0 and Share(1.0, 0.0, 0.0).other_percent() is None
     assert disturbance.parse_cpus("0-2,5") == {0, 1, 2, 5}
@@ -125,7 +155,8 @@ def test_a_version_5_database_is_upgraded_with_the_disturbance_columns(tmp_path)
 # --- real runs beside a real busy loop -------------------------------------------------------------
 
 # The fault worker's epochs of about 0.15 s alone (600 steps), pinned to one CPU, five of them: enough
-# samples (every 0.1 s) in the timed epochs for a figure.
+# samples (every 0.1 s) in the timed epochs for a figure; so is a warm-up of 2,000 steps for the
+# compile figure's.
 MATRIX = """
 name: {name}
 settings:
@@ -133,7 +164,7 @@ settings:
   dataset_size: 6000
   batch_size: 8
   epochs: 5
-  warmup_steps: 100
+  warmup_steps: 2000
   cpus: "{cpu}"
 """
 CPU = min(os.sched_getaffinity(0))
@@ -193,6 +224,8 @@ def test_a_run_beside_a_busy_loop_is_flagged_and_run_again(sweeps):
         assert run["other_cpu_percent_mean"] > disturbance.OTHER_LIMIT
         assert "other load" in run["disturbance"]
     assert beside[1]["run_dir"] == beside[0]["run_dir"] + "-retry1"
+    for run in beside:  # the loop ran through the warm-up too: the compile figure is flagged
+        assert run["compile_disturbed"] == 1 and run["compile_other_cpu_percent"] > disturbance.OTHER_LIMIT
     assert "disturbed; running it again (1 of 1)" in output
     assert "still disturbed after 1 retries" in output
     conn = sqlite3.connect(db)
@@ -252,6 +285,15 @@ def test_every_report_marks_the_disturbed_run(sweeps, tmp_path):
     assert row["disturbed"] == "1" and float(row["other_cpu_percent_mean"]) > disturbance.OTHER_LIMIT
     inspect = bench(db, "inspect", str(latest["id"])).output
     assert "other load:" in inspect and "DISTURBED" in inspect
+    [line] = [t for t in inspect.splitlines() if "compile's other load" in t]
+    assert "during the warm-up" in line and "DISTURBED, not trustworthy" in line
+    modes = bench(db, "report", "--table", "modes", "--sweep", "2").output
+    [line] = [t for t in modes.splitlines() if t.startswith("fault ")]
+    assert re.search(r"[0-9] ! ", line) and "! on compile s:" in modes, modes
+    [record] = json.loads(bench(db, "report", "--table", "modes", "--sweep", "2", "--format", "json").output)[
+        "rows"
+    ]
+    assert record["compile_disturbed"] == 1 and record["compile_load_seconds"] > 0
 
 
 def test_compare_refuses_a_verdict_on_the_disturbed_pair_and_says_what_to_do(sweeps):
@@ -298,3 +340,30 @@ def test_bad_wait_idle_and_retry_values_are_one_line_errors(tmp_path):
         result = bench(tmp_path / "b.db", "run", "--matrix", matrix, *args)
         assert result.exit_code == 1 and result.output.startswith(f"error: {message}"), result.output
         assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_run_too_short_to_judge_is_marked_unjudged_never_shown_as_quiet(tmp_path):
+    """Timed epochs shorter than the sampler's few samples: `disturbed` stays unknown (None), and
+    every figure of the run says its quiet was not judged (` !?`), never passes for quiet."""
+    from orchestrator.report.select import UNJUDGED_MARK
+
+    db = tmp_path / "bench.db"
+    matrix = tmp_path / "short.yaml"
+    matrix.write_text(
+        "name: short\nsettings:\n  framework: fault\n  dataset_size: 60\n  batch_size: 8\n"
+        "  epochs: 1\n  warmup_steps: 1\n  min_time: 0\n  min_steps: 1\n"
+    )
+    result = bench(db, "run", "--matrix", str(matrix))
+    assert result.exit_code == 0, result.output
+    [run] = runs(db)
+    assert run["outcome"] == "ok" and run["disturbed"] is None, run
+    text = bench(db, "report").output
+    [line] = [t for t in text.splitlines() if t.split()[:2] == [str(run["id"]), "fault"]]
+    assert UNJUDGED_MARK.strip() in line.split() and "!? quiet not judged" in text
+    assert "! disturbed:" not in text
+    table = bench(db, "report", "--table", "comparison").output
+    [line] = [t for t in table.splitlines() if t.startswith("fault ")]
+    assert UNJUDGED_MARK.strip() in line.split() and "!? quiet not judged" in table
+    resources = bench(db, "report", "--resources").output
+    assert "!? quiet not judged" in resources
+    assert "not judged" in bench(db, "inspect", str(run["id"])).output

@@ -6,6 +6,7 @@ tests/test_execution_record.py and tests/test_time_to_accuracy.py."""
 
 from __future__ import annotations
 
+import json
 import types
 from typing import Any
 
@@ -151,14 +152,21 @@ def test_what_an_adapter_compiled_ahead_of_time_counts_in_the_compile_seconds(cl
 
     class AheadOfTime(Scripted):
         ahead_of_time_seconds = 0.0
+        phase_while_compiling = None
 
         def prepare_epoch(self, order: list[int]) -> int:
             if not self.ahead_of_time_seconds:
                 self.clock.now += 20.0
                 self.ahead_of_time_seconds = 20.0
+                lines = (tmp_path / "events.jsonl").read_text().splitlines()
+                phases = [json.loads(line) for line in lines if '"phase"' in line]
+                self.phase_while_compiling = [p for p in phases if p.get("event") == "phase"][-1]["phase"]
             return super().prepare_epoch(order)
 
-    result = run(AheadOfTime(clock, [1.0]), tmp_path, warmup_steps=3)
+    adapter = AheadOfTime(clock, [1.0])
+    result = run(adapter, tmp_path, warmup_steps=3)
+    # Compiled inside the warm-up phase, where the sampler judges the compile figure (profiler.md).
+    assert adapter.phase_while_compiling == "warmup"
     warm = result["warmup"]
     assert warm["ahead_of_time_seconds"] == pytest.approx(20.0)
     assert warm["compile_seconds"] == pytest.approx(20.0)

@@ -74,11 +74,13 @@ def _warmup(adapter, config, events, train_size, marks, decide=_alone):
     the first training step's loss (read after step 1: it is untimed, and nothing else sees it)."""
     if not config["warmup_steps"]:
         return warmup.none(), None
-    steps = adapter.prepare_epoch(_order(config, 0, train_size))
     # An adapter that measures nothing (the fault worker) runs exactly warmup_steps steps.
     state = warmup.Warmup(config["warmup_steps"], config.get("timeout"),
                           getattr(adapter, "steady_warmup", True))
+    # The phase begins before the first epoch is prepared: an adapter that compiles its step ahead
+    # of time there (JAX) compiles inside the warm-up, where the sampler judges the compile figure.
     events.set_phase("warmup", steps=config["warmup_steps"], most=state.most)
+    steps = adapter.prepare_epoch(_order(config, 0, train_size))
     marks.push("warmup")
     step = _step_function(adapter, config)
     training = config.get("task") != "inference"

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.config.values import cut
 from orchestrator.storage.db import Database
+from profiler.disturbance import COMPILE_SLACK_SECONDS
 from workers.execution import DEFAULT_MODES, DEFAULT_PRECISION, MODES, PRECISIONS, default_mode
 from workers.models import RECURRENT
 
@@ -38,6 +39,9 @@ COLUMNS = (
     "target_reached",
     "target_seconds",
     "target_epoch",
+    "compile_other_cpu_percent",
+    "compile_load_seconds",
+    "compile_disturbed",
 )
 DOC = "docs/fairness.md#execution-modes-and-precision"
 LABEL_LIMIT = 40  # characters of a stored mode or precision shown; a stored value is outside input
@@ -137,7 +141,36 @@ def pooled(ok: Sequence[Row]) -> Row:
         "target_reached_runs": len(reached),
         "target_seconds": _median(r.get("target_seconds") for r in reached),
         "target_epoch": min(epochs) if epochs and min(epochs) > 0 else None,
+        **compile_disturbance(ok),
     }
+
+
+def compile_disturbance(ok: Sequence[Row]) -> Row:
+    """Pooled as the timings are (select.disturbance): the compile figure is disturbed if any run's
+    was, quiet only if every run's was judged quiet; the load is the worst run's."""
+    flags = [r.get("compile_disturbed") for r in ok]
+    loads = [v for v in map(seconds, (r.get("compile_load_seconds") for r in ok)) if v is not None]
+    flag = 1 if 1 in flags else (0 if flags and all(f == 0 for f in flags) else None)
+    return {"compile_disturbed": flag, "compile_load_seconds": max(loads) if loads else None}
+
+
+COMPILE_MARK_NOTE = (
+    "! on compile s: other load during the warm-up may account for more of it than the figure can "
+    "bear (bench inspect RUN says how many seconds; docs/profiler.md); !? not judged; re-run it with "
+    "bench run --wait-idle SECONDS --retry-disturbed N"
+)
+
+
+def compile_mark(r: Row) -> str:
+    """` !` on a compile figure other load may account for, ` !?` on an unjudged one that load could
+    have inflated past the slack, else nothing."""
+    value = seconds(r.get("compile_seconds"))
+    if value is None:
+        return ""
+    if r.get("compile_disturbed") == 1:
+        return " !"
+    unjudged = r.get("compile_disturbed") is None and value > COMPILE_SLACK_SECONDS
+    return " !?" if unjudged else ""
 
 
 def target_text(row: Row) -> str:

@@ -61,6 +61,8 @@ def modes(db: Database, sel: Selection) -> Table:
     table.record_keys = [*keys, *(k for k in RECORD_KEYS if k not in keys)]
     table.records = [record_of(r, table.record_keys) for r in rows]
     table.notes += samples.mark_notes(rows)
+    if any(execution.compile_mark(r) for r in rows):
+        table.notes.append(execution.COMPILE_MARK_NOTE)
     if any(r.get("target_accuracy") is not None for r in rows):
         table.notes.append(
             "time to target: training and evaluation wall seconds until the validation accuracy first "
@@ -127,6 +129,10 @@ def _speedup_cell(r: Row) -> str:
     return f"×{value:.2f}" + (disturbed_mark(r) or disturbed_mark(r["baseline"]))
 
 
+def _compile_cell(r: Row) -> str:
+    return number(r.get("compile_seconds")) + execution.compile_mark(r)
+
+
 def _seconds(key: str) -> Column:
     return Column(key.replace("_seconds", " s").replace("_", " "), key, lambda r: number(r.get(key)))
 
@@ -136,7 +142,9 @@ COLUMNS = [
     Column("ms/step (median, min–max)", "step_ms_median", _step_cell),
     Column("images/s", "images_per_second_median", lambda r: number(r.get("images_per_second_median"))),
     Column("speed-up vs eager fp32", "speedup_vs_eager_fp32", _speedup_cell),
-    _seconds("compile_seconds"),
+    Column(
+        "compile s", "compile_seconds", lambda r: number(r.get("compile_seconds")) + execution.compile_mark(r)
+    ),
     _seconds("first_step_seconds"),
     Column("time to target", "target_seconds", execution.target_text),
 ]
@@ -159,6 +167,8 @@ RECORD_KEYS = [
     "speedup_vs_eager_fp32",
     "baseline_config_hash",
     "compile_seconds",
+    "compile_disturbed",
+    "compile_load_seconds",
     "first_step_seconds",
     "target_accuracy",
     "target_runs",

@@ -14,9 +14,9 @@ from orchestrator.errors import BenchError, DatabaseError
 from orchestrator.report import kernels, timeline
 from orchestrator.report.select import (
     DISTURBANCE_KEYS,
-    DISTURBED_NOTE,
     Selection,
     disturbed_mark,
+    disturbed_note,
     latest_runs,
 )
 from orchestrator.report.timeline import find_run
@@ -230,9 +230,25 @@ def results(
     note = f"\n{TRACED_NOTE}" if any(r.get("trace") == "kernels" for r in rows) and not crashes else ""
     note += f"\n{PACKED_NOTE}" if any(r.get("packed") for r in rows) and not crashes else ""
     note += "".join(f"\n{n}" for n in samples.mark_notes(rows)) if not crashes else ""
-    disturbed = any(r.get("disturbed") and r["outcome"] == "ok" for r in rows)
-    note += f"\n{DISTURBED_NOTE}" if disturbed and not crashes else ""
+    if not crashes:
+        note += "".join(f"\n{n}" for n in disturbed_note(r for r in rows if r["outcome"] == "ok"))
     return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
+
+
+def _compile_load(run: dict[str, Any]) -> str:
+    """Other load over the warm-up, and what it may account for of the compile figure
+    (profiler/disturbance.py, compile_summary)."""
+    flag = run.get("compile_disturbed")
+    if flag is None:
+        return (
+            "not judged (fewer than 3 sampler figures over the warm-up, no sampler, or recorded "
+            "before bench measured it)"
+        )
+    text = (
+        f"{number(run.get('compile_other_cpu_percent'))} % of the allowed CPUs during the warm-up: "
+        f"up to {number(run.get('compile_load_seconds'))} s of the compile figure may be that load"
+    )
+    return f"{text}: DISTURBED, not trustworthy" if flag == 1 else f"{text}: quiet"
 
 
 def load_run(db: Database, run_id: int) -> dict[str, Any]:
@@ -326,6 +342,7 @@ def execution_lines(run: dict[str, Any]) -> list[str]:
                 f"{run.get('warmup_steps_run')} warm-up steps)",
             )
         )
+        lines.append(_field("compile's other load", _compile_load(run)))
     if run.get("steady_by") is not None:
         lines.append(_field("steady", run["steady_by"]))
     if run.get("first_step_loss") is not None:

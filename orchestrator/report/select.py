@@ -32,6 +32,7 @@ from orchestrator.config.values import cut
 from orchestrator.errors import BenchError, ConfigError
 from orchestrator.report import execution
 from orchestrator.storage.db import Database
+from profiler.disturbance import MIN_SAMPLES
 
 ALL = "all"
 SWEEP_COLUMNS = ("id", "name", "kind", "status", "started_at", "host", "machine")
@@ -284,12 +285,35 @@ def disturbance(ok: list[dict[str, Any]]) -> dict[str, Any]:
     return {"disturbed": flag, "other_cpu_percent_mean": max(other) if other else None}
 
 
+UNJUDGED_MARK = " !?"
+UNJUDGED_NOTE = (
+    "!? quiet not judged: the timed epochs were too short for the disturbance check (fewer than "
+    f"{MIN_SAMPLES} sampler samples in them), or the run had no sampler, so bench cannot say whether "
+    "other load ran beside them; raise min_time (docs/profiler.md)"
+)
+
+
+def _has_ok(row: dict[str, Any]) -> bool:
+    """A run row that ended ok, or a cell (a summary) with an ok run."""
+    return bool(row.get("ok_runs")) if "ok_runs" in row else row.get("outcome") == "ok"
+
+
+def unjudged(row: dict[str, Any] | None) -> bool:
+    """An ok figure whose quiet was never judged: ``disturbed`` recorded as unknown (None)."""
+    return row is not None and "disturbed" in row and row["disturbed"] is None and _has_ok(row)
+
+
 def disturbed_mark(row: dict[str, Any] | None) -> str:
-    return DISTURBED_MARK if row and row.get("disturbed") else ""
+    """` !` on a disturbed figure, ` !?` on one whose quiet is unknown, else nothing."""
+    if row and row.get("disturbed"):
+        return DISTURBED_MARK
+    return UNJUDGED_MARK if unjudged(row) else ""
 
 
 def disturbed_note(rows: Iterable[dict[str, Any] | None]) -> list[str]:
-    return [DISTURBED_NOTE] if any(r and r.get("disturbed") for r in rows) else []
+    rows = list(rows)
+    notes = [DISTURBED_NOTE] if any(r and r.get("disturbed") for r in rows) else []
+    return notes + ([UNJUDGED_NOTE] if any(unjudged(r) for r in rows) else [])
 
 
 def spread(values: Iterable[float | None]) -> tuple[float | None, float | None, float | None]:

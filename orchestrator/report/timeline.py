@@ -14,6 +14,7 @@ from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, mib_column, number, render
 from orchestrator.text.terminal import safe_line
 from profiler import energy
+from profiler.disturbance import MIN_SAMPLES
 
 MIB = 1 << 20
 LAST_SAMPLES = 10
@@ -126,7 +127,10 @@ def _summary_lines(run: dict[str, Any]) -> list[str]:
 def disturbance_text(run: dict[str, Any]) -> str:
     """The run's other load and steal over its timed epochs, and the flag (profiler/disturbance.py)."""
     if run.get("disturbed") is None:
-        return "unknown (no sampler figures over the timed epochs, or recorded before bench measured it)"
+        return (
+            f"not judged (fewer than {MIN_SAMPLES} sampler figures over the timed epochs: too short, "
+            "raise min_time; no sampler; or recorded before bench measured it)"
+        )
     figures = (
         f"{number(run.get('other_cpu_percent_mean'))} % of the allowed CPUs, "
         f"steal {number(run.get('steal_percent_mean'))} % (timed epochs)"

@@ -39,6 +39,7 @@ TABLES_BY_VERSION = {
     7: _FIRST_TABLES | {"samples", "phases", "kernels"},
     8: _FIRST_TABLES | {"samples", "phases", "kernels"},
     9: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas"},
+    10: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas"},
 }
 
 

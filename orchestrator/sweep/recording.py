@@ -110,6 +110,7 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     row.update(timelines.summarise(rec.timeline, rec.cpus_allowed))
     row.update(tracing.summary(rec.config, rec.trace, out.outcome))
     row.update(result_fields.columns(rec.config, out.result, rec.events))
+    row.update(timelines.compile_disturbance(rec.timeline, row.get("compile_seconds")))
     row.update({k: v for k, v in _energy(rec).items() if k != "epoch_joules"})
     return row
 
@@ -199,6 +200,18 @@ def _fit_value(kind: sa.types.TypeEngine, value: Any) -> Any:
         ok = isinstance(value, (int, float)) and abs(value) < 1e308  # False for nan: never stored
         return float(value) if ok else None
     return bounded(value)
+
+
+def disturbed_by(rec: RunRecord) -> str | None:
+    """Why an ok run's figures are flagged (its timed epochs, its compile figure), None if neither."""
+    if rec.outcome.outcome != "ok":
+        return None
+    if timelines.disturbed(rec.timeline):
+        return "other load on its CPUs"
+    compile_seconds = result_fields.columns(rec.config, rec.outcome.result, rec.events)["compile_seconds"]
+    if timelines.compile_disturbance(rec.timeline, compile_seconds)["compile_disturbed"] == 1:
+        return "other load during its warm-up: its compile seconds"
+    return None
 
 
 def store_run(db: Database, sweep_id: int, rec: RunRecord) -> int:

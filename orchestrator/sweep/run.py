@@ -24,7 +24,6 @@ from orchestrator.storage.db import Database
 from orchestrator.sweep import liveruns, recording
 from orchestrator.sweep.folders import retry_folder, run_folder, sweep_folder
 from orchestrator.sweep.progress import Progress
-from profiler import timeline as timelines
 
 log = logging.getLogger(__name__)
 
@@ -166,10 +165,8 @@ class _Sink:
         if self.ledger is not None:
             self.ledger.done(rec.run_dir)
         self.result.outcomes[run_id] = rec.outcome.outcome
-        disturbed = rec.outcome.outcome == "ok" and timelines.disturbed(rec.timeline)
-        detail = (_detail(rec.outcome) or _samples(rec)) + (
-            " (disturbed: other load on its CPUs)" if disturbed else ""
-        )
+        disturbed = recording.disturbed_by(rec)
+        detail = (_detail(rec.outcome) or _samples(rec)) + (f" (disturbed: {disturbed})" if disturbed else "")
         self.progress.end(rec.outcome.outcome, run_id, detail, rec.run_dir)
         if disturbed and self.retry is not None:
             self.retry.again(rec, self.progress)

@@ -81,20 +81,21 @@ def finished_hashes(
 
     Without the backstop, a configuration the backstop skipped is not finished: it runs.
     ``redo_disturbed`` (--resume with --retry-disturbed): nor is one whose latest finished run was
-    flagged disturbed; it runs again, its earlier rows kept (reports take the latest).
+    flagged disturbed (its timed epochs, or its compile figure); it runs again, its earlier rows
+    kept (reports take the latest).
     """
     runs = db.runs
     unfinished = [*RUN_AGAIN_ON_RESUME] if backstop else [*RUN_AGAIN_ON_RESUME, "skipped"]
     query = (
-        sa.select(runs.c.config_hash, runs.c.disturbed)
+        sa.select(runs.c.config_hash, runs.c.disturbed, runs.c.compile_disturbed)
         .where(runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(unfinished))
         .order_by(runs.c.id)
     )
     latest: dict[str, Any] = {}
     for row in db.rows(query):  # by id: the last one of a configuration stays
-        latest[row["config_hash"]] = row["disturbed"]
+        latest[row["config_hash"]] = row["disturbed"] == 1 or row["compile_disturbed"] == 1
     if redo_disturbed:
-        return {h for h, disturbed in latest.items() if disturbed != 1}
+        return {h for h, disturbed in latest.items() if not disturbed}
     return set(latest)
 
 
