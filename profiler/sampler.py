@@ -129,27 +129,48 @@ class Tree:
         return set(self.procs)
 
     def measure(self) -> dict[str, Any]:
-        """CPU % of one core since the last sample, threads and RSS over the live processes."""
+        """CPU % of one core since the last sample, threads and RSS over the live processes, and
+        ``wall``, the time.time() right after the CPU times were read: the sample's time stamp.
+
+        The CPU % is over the time between two such stamps, the very spans the timeline weights it
+        by. The stamp used to be taken before this, apart from the clock this read: a sampler held
+        off its CPU between the two (the run using both CPUs) made the next sample divide its CPU
+        seconds by a few milliseconds while the timeline weighted the result by the stamps' 37 ms:
+        20,998 % on 2 CPUs, and a CPU % maximum of 936 % over a second (JAX's ResNet50 here).
+        """
         cpu_delta, threads, rss, alive = 0.0, 0, 0, 0
+        gone: set[int] = set()
+        # The CPU times first, each process's apart, and the clock right after them: what comes
+        # later in a sample (status, threads, memory, the other load) may take the sampler long.
         for pid, proc in list(self.procs.items()):
             try:
+                times = proc.cpu_times()
+            except psutil.Error:  # exited (or cannot be read) since the last scan: dropped
+                gone.add(pid)
+                continue
+            cpu = times.user + times.system
+            cpu_delta += cpu - self.cpu_seen.get(pid, 0.0)
+            self.cpu_seen[pid] = cpu
+        wall = time.time()
+        for pid, proc in list(self.procs.items()):
+            if pid in gone:
+                self.procs.pop(pid, None)
+                self.cpu_seen.pop(pid, None)
+                continue
+            try:
                 with proc.oneshot():
-                    times = proc.cpu_times()
-                    cpu = times.user + times.system
-                    cpu_delta += cpu - self.cpu_seen.get(pid, 0.0)
-                    self.cpu_seen[pid] = cpu
                     if proc.status() == psutil.STATUS_ZOMBIE:
                         continue  # its CPU counts; it holds no threads or memory any more
                     threads += proc.num_threads()
                     rss += proc.memory_info().rss
                     alive += 1
-            except psutil.Error:  # exited (or cannot be read) since the last scan: dropped
+            except psutil.Error:  # exited since its CPU times were read: they count, it is dropped
                 self.procs.pop(pid, None)
                 self.cpu_seen.pop(pid, None)
-        wall = time.time()
         elapsed = max(wall - self.last_wall, 1e-6)
         self.last_wall = wall
         return {
+            "wall": wall,  # taken out by the sampler as the time stamp; not written
             "cpu_s": cpu_delta,  # taken out by the sampler for the other load; not written
             "cpu": round(100.0 * cpu_delta / elapsed, 2),
             "threads": threads,
@@ -203,9 +224,10 @@ class Sampler:
     def sample(self, final: bool = False) -> dict[str, Any]:
         self.tree.rescan(force=final or self.count == 0)
         self.tail.poll()
-        record: dict[str, Any] = {"kind": "sample", "t": round(time.time() - self.t0, 4)}
+        record: dict[str, Any] = {"kind": "sample", "t": None}
         record.update(phase=self.tail.phase, epoch=self.tail.epoch, repeat=self.tail.repeat)
         record.update(self.tree.measure())
+        record["t"] = round(record.pop("wall") - self.t0, 4)
         record.update(self.other.measure(record.pop("cpu_s")))
         now = time.monotonic()
         # USS now and then, and whenever RSS has grown a tenth since the last read, so its peak

@@ -82,9 +82,11 @@ def _mean(values: Sequence[float | int | None]) -> float | None:
     return statistics.fmean(present) if present else None
 
 
-# The shortest span a CPU % maximum is taken over. A process's CPU times can advance in lumps: on
-# the GPU machine (a gVisor sandbox) one 0.09 s sample saw 11.7 CPU seconds on 16 CPUs (12,730 %),
-# after samples that saw almost none; the total is right, any one short sample is not.
+# The shortest span a CPU % maximum is taken over: one short sample's CPU % is coarse (CPU times
+# count in 10 ms ticks, and a sampler held off its CPU takes its samples late and then close
+# together). On the GPU machine one 0.09 s sample said 12,730 % on 16 CPUs after samples 4 ms
+# apart; the sampler then stamped a sample apart from its CPU reading (profiler/sampler.py, Tree.measure),
+# which most likely made that figure, as it made 936 % over a second on 2 CPUs here.
 CPU_MAX_WINDOW = 1.0
 
 

@@ -521,3 +521,14 @@ def test_select_keeps_order_and_matches_every_key() -> None:
     ]
     assert select(configs, {}) == list(configs)
     assert select(configs, parse_only("model=vgg16")) == []
+
+
+def test_a_runs_label_names_its_mode_and_precision_where_set() -> None:
+    """Progress lines and run folders tell a modes matrix's runs apart: they differ in nothing else."""
+    text = "settings: {framework: pytorch, model: resnet50}\naxes:\n  mode: [eager, compiled]\n"
+    eager, compiled = load(text).configs
+    assert eager.label() == "pytorch/resnet50/cpu/bs32/sgd/lr0.01/t0/eager"
+    assert compiled.label().endswith("/t0/compiled")
+    entry = "{framework: jax, model: resnet50, mode: compiled, precision: bf16}"
+    assert load(f"include:\n  - {entry}\n").configs[0].label().endswith("/t0/compiled/bf16")
+    assert load("include:\n  - {framework: jax, model: resnet50}\n").configs[0].label().endswith("/t0")

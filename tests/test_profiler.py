@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -284,3 +285,48 @@ def test_the_sampler_dying_loses_nothing_of_the_run(write_matrix, workdir):
     assert run["outcome"] == "ok"
     assert run["sampler_status"].startswith("died after")
     assert run["samples_count"] >= 1
+
+
+def test_a_samples_cpu_percent_is_over_the_span_its_time_stamps_give(tmp_path, monkeypatch):
+    """The CPU % is over the time between two samples' stamps, which the timeline weights it by.
+    A sampler held off its CPU in a sample (every other one here, 40 ms) used to divide the next
+    sample's CPU seconds by a few milliseconds, while the stamps said 40 ms: 20,998 % on 2 CPUs,
+    and a CPU % maximum of 936 % over a whole second. One process spinning on one CPU must read
+    at most about 100 % over any second, and its CPU seconds must add up."""
+    import psutil
+
+    from profiler import sampler as sampler_module
+    from profiler.timeline import _cpu_max, _cpu_spans
+
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    real, threads = psutil.Process.cpu_times, psutil.Process.num_threads
+    calls = {"n": 0}
+
+    def held_off(self):  # read after the CPU times, before the rest of the sample
+        calls["n"] += 1
+        if calls["n"] % 2 == 0:
+            time.sleep(0.04)
+        return threads(self)
+
+    try:
+        args = sampler_module.parse_args(["--pid", str(spin.pid), "--out", str(tmp_path / "s.jsonl")])
+        args.pid = spin.pid
+        with open(tmp_path / "s.jsonl", "w") as out:
+            s = sampler_module.Sampler(args, out, gpu=sampler_module.Gpu())
+            s.sample()
+            monkeypatch.setattr(psutil.Process, "num_threads", held_off)
+            first = real(psutil.Process(spin.pid))
+            samples = []
+            for _ in range(40):
+                time.sleep(0.02)
+                samples.append(s.sample())
+            last = real(psutil.Process(spin.pid))
+    finally:
+        spin.kill()
+        spin.wait()
+    spans = _cpu_spans(samples)
+    cpu_max = _cpu_max(samples, spans)
+    assert cpu_max is not None and cpu_max < 130, [x["cpu"] for x in samples]
+    counted = sum(x["cpu"] * spans[id(x)] for x in samples[1:]) / 100
+    used = (last.user + last.system) - (first.user + first.system)
+    assert counted == pytest.approx(used, abs=0.1)

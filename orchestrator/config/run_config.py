@@ -170,7 +170,9 @@ class RunConfig:
 
     def label(self) -> str:
         """A short human description for progress lines and reports."""
-        return self._label() + (f"/r{self.replicas}" if self.replicas else "")
+        # The mode and precision where set: a modes matrix's runs differ by nothing else.
+        execution = "".join(f"/{v}" for v in (self.mode, self.precision) if v)
+        return self._label() + execution + (f"/r{self.replicas}" if self.replicas else "")
 
     def _label(self) -> str:
         if self.framework == "fault":
