@@ -106,6 +106,7 @@ class Tree:
         self.root = psutil.Process(pid)
         self.procs: dict[int, psutil.Process] = {pid: self.root}
         self.cpu_seen: dict[int, float] = {}
+        self.reaped = 0.0  # CPU seconds already counted of processes gone since the last sample
         self.last_scan = 0.0
         self.last_wall = t0
 
@@ -123,6 +124,8 @@ class Tree:
             # Keep the object already known, so psutil's per-process caches carry over.
             current[child.pid] = self.procs.get(child.pid, child)
         self.procs = current
+        # Gone from /proc: reaped, its time now in its parent's children's time (measure).
+        self.reaped += sum(cpu for pid, cpu in self.cpu_seen.items() if pid not in current)
         self.cpu_seen = {pid: cpu for pid, cpu in self.cpu_seen.items() if pid in current}
 
     def pids(self) -> set[int]:
@@ -142,16 +145,24 @@ class Tree:
         gone: set[int] = set()
         # The CPU times first, each process's apart, and the clock right after them: what comes
         # later in a sample (status, threads, memory, the other load) may take the sampler long.
+        # Each process's own time and its reaped children's: a child that lived and was waited
+        # for between two rescans (a compiler inductor runs for each C++ kernel) was never seen,
+        # and its time would have counted as other load; reaped, it is in its parent's. A child
+        # seen alive and then reaped moves its time from its own figure into its parent's: what
+        # was counted of it already (self.reaped) is taken off, so it is not counted twice.
         for pid, proc in list(self.procs.items()):
             try:
                 times = proc.cpu_times()
             except psutil.Error:  # exited (or cannot be read) since the last scan: dropped
                 gone.add(pid)
                 continue
-            cpu = times.user + times.system
+            cpu = times.user + times.system + times.children_user + times.children_system
             cpu_delta += cpu - self.cpu_seen.get(pid, 0.0)
             self.cpu_seen[pid] = cpu
         wall = time.time()
+        self.reaped += sum(self.cpu_seen.get(pid, 0.0) for pid in gone)
+        # Less than nothing where a reaped process's parent was not ours (adopted by init).
+        cpu_delta, self.reaped = max(cpu_delta - self.reaped, 0.0), 0.0
         for pid, proc in list(self.procs.items()):
             if pid in gone:
                 self.procs.pop(pid, None)
@@ -166,7 +177,7 @@ class Tree:
                     alive += 1
             except psutil.Error:  # exited since its CPU times were read: they count, it is dropped
                 self.procs.pop(pid, None)
-                self.cpu_seen.pop(pid, None)
+                self.reaped += self.cpu_seen.pop(pid, 0.0)
         elapsed = max(wall - self.last_wall, 1e-6)
         self.last_wall = wall
         return {

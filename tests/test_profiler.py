@@ -330,3 +330,41 @@ def test_a_samples_cpu_percent_is_over_the_span_its_time_stamps_give(tmp_path, m
     counted = sum(x["cpu"] * spans[id(x)] for x in samples[1:]) / 100
     used = (last.user + last.system) - (first.user + first.system)
     assert counted == pytest.approx(used, abs=0.1)
+
+
+def test_children_that_live_and_are_reaped_between_two_rescans_count_as_the_runs(tmp_path):
+    """A compiler the run starts and waits for within a second (inductor's C++ kernels) is never
+    seen by the tree's rescans; its time is in its parent's reaped-children time, and counts as the
+    run's, not as other load. Children that are seen alive are not counted twice when reaped."""
+    from profiler.sampler import Tree
+
+    code = (
+        "import subprocess, sys, time\n"
+        "for i in range(12):\n"
+        "    subprocess.run([sys.executable, '-c', "
+        "'import time\\nend = time.process_time() + 0.2\\nwhile time.process_time() < end: pass'])\n"
+        "time.sleep(0.3)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    tree = Tree(parent.pid, time.time())
+    counted = 0.0
+    last = None
+    while parent.poll() is None:
+        tree.rescan()
+        counted += tree.measure()["cpu_s"]
+        times = psutil_times(parent.pid)
+        last = times if times is not None else last
+        time.sleep(0.1)
+    assert last is not None
+    used = last.user + last.system + last.children_user + last.children_system
+    assert used > 12 * 0.2
+    assert counted == pytest.approx(used, rel=0.1), (counted, used)
+
+
+def psutil_times(pid: int):
+    import psutil
+
+    try:
+        return psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
