@@ -142,9 +142,7 @@ COLUMNS = [
     Column("ms/step (median, min–max)", "step_ms_median", _step_cell),
     Column("images/s", "images_per_second_median", lambda r: number(r.get("images_per_second_median"))),
     Column("speed-up vs eager fp32", "speedup_vs_eager_fp32", _speedup_cell),
-    Column(
-        "compile s", "compile_seconds", lambda r: number(r.get("compile_seconds")) + execution.compile_mark(r)
-    ),
+    Column("compile s", "compile_seconds", _compile_cell),
     _seconds("first_step_seconds"),
     Column("time to target", "target_seconds", execution.target_text),
 ]

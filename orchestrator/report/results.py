@@ -23,6 +23,7 @@ from orchestrator.report.timeline import find_run
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number, render
 from orchestrator.text.terminal import safe, safe_line
+from profiler.disturbance import MIN_SAMPLES
 from workers import models
 
 
@@ -241,7 +242,7 @@ def _compile_load(run: dict[str, Any]) -> str:
     flag = run.get("compile_disturbed")
     if flag is None:
         return (
-            "not judged (fewer than 3 sampler figures over the warm-up, no sampler, or recorded "
+            f"not judged (fewer than {MIN_SAMPLES} sampler figures over the warm-up, no sampler, or recorded "
             "before bench measured it)"
         )
     text = (
