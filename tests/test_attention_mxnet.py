@@ -170,3 +170,8 @@ def test_bf16_runs_or_is_unsupported_with_the_reason(driven):
     # MXNet 1.9.1's bfloat16 kernels are oneDNN's and need AVX-512 (modes.py checks before amp.init)
     if got["outcome"] != "ok":
         assert got["outcome"] == "Unsupported" and "bfloat16" in got["reason"], got
+        return
+    # the projections ran in bfloat16; the fused attention products (float32 only on CPU) in float32
+    dtypes = got["execution"]["compute_dtypes"]
+    assert dtypes["matmul"] == "bfloat16", dtypes
+    assert dtypes["attention"] == "float32", dtypes

@@ -19,7 +19,9 @@ HOW = {
                  "(MXNet's fused self-attention operators, as GluonNLP's BERT uses them) on one "
                  "Dense(3D, flatten=False) projection with each head's q, k, v rows interleaved, "
                  "time-major; F.softmax, with the causal mask (-1e9 above the diagonal, from "
-                 "contrib.arange_like) added to the scores before it; an output Dense(D, flatten=False)",
+                 "contrib.arange_like) added to the scores before it; an output Dense(D, flatten=False). "
+                 "The fused operators are float32 only on CPU: under AMP bf16 the projection's output "
+                 "is amp_cast to float32 before them",
     "layernorm": "gluon.nn.LayerNorm(epsilon=eps)",
     "gelu": "gluon.nn.GELU (exact, erf) for approximate 'none'; the tanh form written with F.tanh "
             "(Gluon 1.9 has no tanh GELU), as GluonNLP's GELU(approximation='tanh')",
@@ -92,7 +94,10 @@ def block_classes(mx):
 
         def hybrid_forward(self, F, x):
             x = F.transpose(x, axes=(1, 0, 2))  # (L, N, D): the operators' layout
-            qkv = self.qkv(x)  # (L, N, 3D), per head [q, k, v] rows
+            # (L, N, 3D), per head [q, k, v] rows. MXNet 1.9's fused attention operators are float32
+            # only on CPU ("Only FP32 is supported on CPU") and AMP has no rule for them: under bf16
+            # the projection's output is cast back (amp_cast to float32 is a no-op in float32)
+            qkv = F.amp_cast(self.qkv(x), dtype="float32")
             scores = F.contrib.interleaved_matmul_selfatt_qk(qkv, heads=self.heads)  # (N*H, L, L), scaled
             if self.causal:
                 query = F.reshape(F.contrib.arange_like(scores, axis=1), (-1, 1))

@@ -25,7 +25,9 @@ OPTIMIZE_FOR = "HybridBlock.optimize_for(x, backend='MKLDNN', static_alloc=True,
 HYBRIDIZE = "HybridBlock.hybridize(static_alloc=True, static_shape=True)"
 
 # What the graph's operators are called, by what compute_dtypes reports.
-_KINDS = {"Convolution": "conv", "FullyConnected": "matmul", "RNN": "rnn"}
+_KINDS = {"Convolution": "conv", "FullyConnected": "matmul", "RNN": "rnn",
+          "_contrib_interleaved_matmul_selfatt_qk": "attention",
+          "_contrib_interleaved_matmul_selfatt_valatt": "attention"}
 
 _PROCESS = {}  # the precision amp.init set in this process ("fp32" when none was asked)
 
