@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -291,6 +292,19 @@ def kill_node(raylet: int) -> None:
     os.kill(raylet, signal.SIGKILL)
 
 
+def bury(cluster: Cluster, victim) -> None:
+    """Remove a killed node and wait until the GCS has counted it dead (its health check, seconds
+    later). Every node of this cluster is on one host, so a driver started before then may attach to
+    the dead node's raylet and lose what it places there: the next test's progress queue did."""
+    try:
+        cluster.remove_node(victim, allow_graceful=False)
+    except Exception:  # its raylet is already gone; the rest of its processes go here
+        pass
+    if victim in cluster.worker_nodes:
+        cluster.worker_nodes.remove(victim)
+    cluster.wait_for_nodes(timeout=120)
+
+
 def test_a_node_killed_mid_sweep_is_node_lost_and_resume_completes_the_sweep(write_matrix, workdir, cluster):
     victim = cluster.add_node(num_cpus=1, resources=SLOT)
     cluster.wait_for_nodes()
@@ -305,10 +319,7 @@ def test_a_node_killed_mid_sweep_is_node_lost_and_resume_completes_the_sweep(wri
         out, err = proc.communicate(timeout=180)
     finally:
         proc.kill()
-        try:
-            cluster.remove_node(victim, allow_graceful=False)
-        except Exception:  # its raylet is already gone; the rest of its processes go here
-            pass
+        bury(cluster, victim)
     assert proc.returncode == 0, err
     db = workdir / "bench.db"
     rows = query(db, "SELECT outcome, reason, exception_type, node FROM runs")
@@ -347,10 +358,7 @@ def test_a_node_lost_under_a_replica_makes_the_run_node_lost(write_matrix, workd
         out, err = proc.communicate(timeout=180)
     finally:
         proc.kill()
-        try:
-            cluster.remove_node(victim, allow_graceful=False)
-        except Exception:
-            pass
+        bury(cluster, victim)
     assert proc.returncode == 0, err
     ((run_id, outcome, reason),) = query(workdir / "bench.db", "SELECT id, outcome, reason FROM runs")
     assert outcome == "node_lost", reason
@@ -398,6 +406,38 @@ def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_no_worker_behind(
     assert query(db, "SELECT status FROM sweeps") == [("interrupted",)]
     for pid in [*children, *children.values()]:  # each worker and the child it started
         wait_for(lambda pid=pid: not pid_alive(pid), timeout=30)
+
+
+def test_ctrl_c_on_a_sweep_waiting_for_the_clusters_slots_ends_it_interrupted(write_matrix, workdir, cluster):
+    """Another sweep holds every slot, so none of this one's tasks has begun: there is no run to
+    record as interrupted, and the sweep still ends interrupted, with 130, not finished with 0."""
+    write_matrix(HANGS)
+    args = ("run", "--matrix", "m.yaml", "--executor", "ray", "--address", cluster.address)
+    holder = start(workdir, *args)
+    waiting_dir = workdir / "waiting"
+    waiting_dir.mkdir()
+    (waiting_dir / "m.yaml").write_text(HANGS.replace("name: hangs", "name: waits"))
+    waiting = None
+    try:
+        wait_for(lambda: len(running_workers(workdir)) == 2, timeout=120)
+        waiting = start(waiting_dir, *args)
+        db = waiting_dir / "bench.db"
+        wait_for(lambda: db.exists() and query(db, "SELECT count(*) FROM sweeps") == [(1,)], timeout=120)
+        time.sleep(3)  # its tasks submitted, waiting for a slot
+        assert len(running_workers(workdir)) == 2 and not running_workers(waiting_dir)
+        waiting.send_signal(signal.SIGINT)
+        out, err = waiting.communicate(timeout=120)
+        assert waiting.returncode == 130, err
+        assert "--resume" in err
+        assert query(db, "SELECT status FROM sweeps") == [("interrupted",)]
+        assert query(db, "SELECT count(*) FROM runs") == [(0,)]
+        holder.send_signal(signal.SIGINT)
+        holder.communicate(timeout=120)
+        assert holder.returncode == 130
+    finally:
+        holder.kill()
+        if waiting is not None:
+            waiting.kill()
 
 
 def test_an_unreachable_address_is_one_line_and_records_nothing(cli, write_matrix, workdir):

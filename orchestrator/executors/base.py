@@ -7,7 +7,8 @@ executor runs one job at a time in this process's machine; the Ray executor
 
 Interruption (Ctrl-C, or a stop signal such as SIGTERM or SIGHUP turned into KeyboardInterrupt by
 the sweep) is the executor's to handle: it stops what runs, yields those runs as `interrupted`, and
-returns.
+returns, or raises the interrupt again once it has yielded them (the Ray executor, whose interrupted
+sweep may have had no run started yet); the sweep ends `interrupted` either way.
 """
 
 from __future__ import annotations

@@ -230,6 +230,10 @@ class RayExecutor:
                 yield from self._stranded(flights, progress)
         except KeyboardInterrupt:
             yield from self._interrupt(flights, progress)
+            # Said again, not swallowed: a sweep interrupted before any of its tasks had begun (all
+            # waiting for a slot, or their start messages lost with the queue's node) yields no
+            # interrupted run, and would otherwise end "finished" with exit status 0.
+            raise
         finally:
             for ref in flights:
                 self.ray.cancel(ref, force=True)

@@ -230,7 +230,10 @@ def _stopped(runs: Generator[RunRecord, None, None]) -> Iterator[RunRecord]:
     except (KeyboardInterrupt, StopIteration):
         return
     yield rec
-    yield from runs
+    try:
+        yield from runs
+    except KeyboardInterrupt:  # the executor's own, said again once it had yielded its runs
+        return
 
 
 def _samples(rec: RunRecord) -> str:
