@@ -532,3 +532,11 @@ def test_a_runs_label_names_its_mode_and_precision_where_set() -> None:
     entry = "{framework: jax, model: resnet50, mode: compiled, precision: bf16}"
     assert load(f"include:\n  - {entry}\n").configs[0].label().endswith("/t0/compiled/bf16")
     assert load("include:\n  - {framework: jax, model: resnet50}\n").configs[0].label().endswith("/t0")
+
+
+def test_a_traced_runs_label_names_its_trace() -> None:
+    """A traced run and its untraced twin (transformers.yaml has both) have different labels."""
+    text = "settings: {framework: pytorch, model: resnet50}\naxes:\n  trace: [off, kernels]\n"
+    untraced, traced = load(text).configs
+    assert untraced.label() == "pytorch/resnet50/cpu/bs32/sgd/lr0.01/t0"
+    assert traced.label() == "pytorch/resnet50/cpu/bs32/sgd/lr0.01/t0/trace-kernels"

@@ -170,9 +170,11 @@ class RunConfig:
 
     def label(self) -> str:
         """A short human description for progress lines and reports."""
-        # The mode and precision where set: a modes matrix's runs differ by nothing else.
+        # The mode and precision where set: a modes matrix's runs differ by nothing else; so does a
+        # traced run from its untraced twin.
         execution = "".join(f"/{v}" for v in (self.mode, self.precision) if v)
-        return self._label() + execution + (f"/r{self.replicas}" if self.replicas else "")
+        traced = f"/trace-{self.trace}" if self.trace else ""
+        return self._label() + execution + (f"/r{self.replicas}" if self.replicas else "") + traced
 
     def _label(self) -> str:
         if self.framework == "fault":
