@@ -96,8 +96,12 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"ShuffleInTensor|\bCopyOp\b|^aten::(copy_|_to_copy|to|clone|contiguous)$|^_?backward_copy$",
     ),
     _rule(
-        MEMORY_COPY, r"^(CopyDataToFrom|_copy|Transpose|Pad|PadV2|Slice|StridedSlice|Tile|ConcatV2)$", True
+        MEMORY_COPY,
+        r"^(CopyDataToFrom|_copy|Transpose|Pad|PadV2|Slice|StridedSlice|StridedSliceGrad|Tile|ConcatV2)$",
+        True,
     ),
+    # MXNet's oneDNN layout reorder back to its default layout (ResNet50's traces, 2026-11-26).
+    _rule(MEMORY_COPY, r"^Reorder2Default$", case=True),
     _rule(MEMORY_COPY, r"^(concat|Concat|aten::cat|aten::constant_pad_nd)$", case=True),
     # XLA's CPU thunks (JAX): instructions and loop fusions made only of data movement
     # (`copy`, `transpose_copy_fusion`, `concatenate_bitcast_fusion`), and indexed moves.
@@ -160,7 +164,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     _rule(GEMM, r"^(GEMM|GEMV|Linear|linear)$", case=True),
     # TensorFlow's Einsum (Keras's MultiHeadAttention computes its projections and its scores with
     # it): a contraction, counted as GEMM; the name does not say which ones are batched.
-    _rule(GEMM, r"^(Einsum|aten::einsum)$", case=True),
+    # Intel's TensorFlow build runs it as _MklEinsum (vit_b16's traces, 2026-11-26).
+    _rule(GEMM, r"^(_MklEinsum|Einsum|aten::einsum)$", case=True),
     # Reductions: sums, means, maxima over an axis, bias gradients.
     _rule(REDUCTION, r"reduce|\bsum|sum_?all|mean|argmax|argmin|\bmax\b|\bmin\b|BiasAddGrad|topk"),
     _rule(REDUCTION, r"^(Sum|Mean|Max|Min|Prod|All|Any|ArgMax)$|^_backward_(mean|sum)$", case=True),
@@ -171,7 +176,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"dropout|bernoulli|random|uniform|\bones|\bzeros|\badd|\bmul|\bsub|\bdiv|axpy|scal|fill|zero|where|select|"
         r"greater|less|equal|cast|mask|scalar|sgd|momentum|adam|rmsprop|update|floor|\bneg|\babs|"
         r"square|sqrt|\bexp|\blog|\bpow|broadcast|bias_?add|SetValue|\bfull|AssignAdd|AssignSub|"
-        r"AddGradNode|MulGradNode|_mul|_plus|_minus",
+        r"AddGradNode|MulGradNode|_mul|_plus|_minus|lerp|\berfc?\b|_UnaryOpsComposition",
     ),
     _rule(
         ELEMENTWISE, r"^(Add|AddV2|Sub|Mul|Div|RealDiv|Neg|Exp|Log|Sqrt|Rsqrt|BiasAdd|Maximum|Minimum)$", True
