@@ -266,3 +266,10 @@ def test_mutated_pngs_are_decoded_or_refused_within_a_memory_bound(tmp_path):
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_a_global_whose_name_breaks_the_line_is_refused_on_one_line():
+    """Hypothesis found it (2026-11-26): a mutated pickle whose module name held a newline made
+    the refusal two lines. The names are the file's: shown escaped."""
+    data = b"\x80\x04\x8c\x16\numpy._core.multiarray\x94\x8c\x0c_reconstruct\x94\x93\x94."
+    read_pickle(data, object_arrays=True)

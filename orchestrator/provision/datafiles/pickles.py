@@ -29,6 +29,7 @@ import numpy as np
 from orchestrator.errors import DatasetError
 from orchestrator.provision.datafiles import Limits, read_whole
 from orchestrator.provision.datafiles.pickled_numpy import GLOBALS, Global, Pending, Refused, build, call
+from orchestrator.text.terminal import safe_line
 
 INT_WIDTHS = {0x4B: 1, 0x4D: 2, 0x4A: 4}  # BININT1, BININT2, BININT (signed)
 LEAF_TYPES = (bytes, str, int, float, bool, type(None), np.ndarray, np.generic, np.dtype, Global)
@@ -331,7 +332,8 @@ class _Machine:
     def push_global(self, module: str, name: str) -> None:
         known = GLOBALS.get((module, name))
         if known is None:
-            raise Refused(f"refused to load {module[:80]}.{name[:80]}: a data file holds only arrays")
+            where = f"{safe_line(module[:80])}.{safe_line(name[:80])}"
+            raise Refused(f"refused to load {where}: a data file holds only arrays")
         self.push(Global(known))
 
     def reduce(self) -> None:
