@@ -277,8 +277,9 @@ DATA_TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     # sgemm (cuBLAS's single-precision GEMM, also inside cuDNN's implicit_convolve_sgemm), scudnn,
-    # fp32/f32/float32 spelled out.
-    ("fp32", re.compile(r"sgemm|scudnn|fp32|(?<![a-z0-9])f32|_f32|float32|\bfloat\b", re.IGNORECASE)),
+    # fp32/f32/float32 spelled out; float2, CUDA's pair of floats, the complex fp32 of cuDNN's FFT
+    # convolutions (`pointwise_mult_and_sum_complex<float2, 8, 4>`, VGG16's on an H200).
+    ("fp32", re.compile(r"sgemm|scudnn|fp32|(?<![a-z0-9])f32|_f32|float32|\bfloat2?\b", re.IGNORECASE)),
 )
 
 

@@ -443,6 +443,8 @@ def test_the_kernels_report_shows_which_data_type_the_products_ran_in(db: Path):
         ("volta_sgemm_128x64_nn", "fp32"),
         ("maxwell_scudnn_128x64_relu_interior_nn", "fp32"),
         ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float>", "fp32"),
+        ("void pointwise_mult_and_sum_complex<float2, 8, 4>(float2*, float2*, float2*, int)", "fp32"),
+        ("void at::native::vectorized_elementwise_kernel<4, c10::Half, half2>", "fp16"),
         ("ampere_h16816gemm_128x128_ldg8_stages_32x5_nn", "fp16"),
         ("volta_h884gemm_64x64_ldg8_nn", "fp16"),
         ("volta_fp16_s884gemm_fp16_128x64_ldg8_f2f_nn", "fp16"),
