@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.errors import ConfigError
-from orchestrator.report import execution
+from orchestrator.report import device_memory, execution
 from orchestrator.report.results import model_label, pick_sweep, sweep_heading
 from orchestrator.report.select import Selection, disturbed_mark, disturbed_note, latest_runs
 from orchestrator.storage.db import Database
@@ -34,7 +34,9 @@ UNITS = {
     "rss_peak_bytes": "bytes, highest resident set of the process tree",
     "rss_mean_bytes": "bytes, mean resident set during the timed epochs",
     "uss_peak_bytes": "bytes, highest unique set (memory freed if the tree exited)",
-    "gpu_memory_peak_bytes": "bytes of device memory (NVML)",
+    "gpu_memory_peak_bytes": "bytes of device memory (NVML), highest sample",
+    "gpu_framework_peak_bytes": "bytes, the framework allocator's own high-water mark (torch.cuda peak "
+    "reserved, XLA peak in use): unlike NVML's, not sampled",
     "gpu_util_mean": "% (NVML), mean over the timed epochs",
     "images_per_second": "1 / the median seconds per image over the timed epochs",
     "gpu_joules_per_epoch": "J, the run's GPUs (whole device), median over the timed epochs",
@@ -61,7 +63,13 @@ def _millis(value: float | None) -> str:
     return "—" if value is None else number(value * 1000)
 
 
-GPU_KEYS = ("gpu_memory_peak_bytes", "gpu_util_mean", "gpu_joules_per_epoch", "gpu_joules_per_image")
+GPU_KEYS = (
+    "gpu_memory_peak_bytes",
+    "gpu_framework_peak_bytes",
+    "gpu_util_mean",
+    "gpu_joules_per_epoch",
+    "gpu_joules_per_image",
+)
 RESOURCE_COLUMNS = [
     Column("run", "id"),
     Column("framework", "framework", lambda r: r["framework"]),
@@ -80,7 +88,8 @@ RESOURCE_COLUMNS = [
     mib_column("RSS mean MiB", "rss_mean_bytes"),
     Column("peak in", "rss_peak_phase", lambda r: r.get("rss_peak_phase") or "—"),
     mib_column("USS peak MiB", "uss_peak_bytes"),
-    mib_column("GPU mem peak MiB", "gpu_memory_peak_bytes"),
+    Column("GPU mem peak MiB", "gpu_memory_peak_bytes", device_memory.nvml_cell),
+    mib_column("GPU fw peak MiB", "gpu_framework_peak_bytes"),
     Column("GPU util %", "gpu_util_mean"),
     Column("GPU J/epoch", "gpu_joules_per_epoch"),
     Column("GPU mJ/image", "gpu_joules_per_image", lambda r: _millis(r.get("gpu_joules_per_image"))),
@@ -141,8 +150,10 @@ def resources(
     sweep = pick_sweep(db, sweep_id)
     rows = latest_runs(db, Selection((sweep,), where or {}))
     peaks = _peak_phases(db, [r["id"] for r in rows])
+    own = device_memory.framework_peaks(db, [r["id"] for r in rows])
     for r in rows:
         r["rss_peak_phase"] = peaks.get(r["id"])
+        r["gpu_framework_peak_bytes"] = own.get(r["id"])
     # Runs that ran different modes or precisions never share a comparison's cell, whatever
     # --group-by says: those join every group key where they vary (report/execution.py).
     keys = (*keys, *(k for k in RAN if k not in keys and len({_value(r, k) for r in rows}) > 1))
@@ -165,6 +176,8 @@ def resources(
     if not any(r.get("samples_count") for r in rows):
         parts.append("no run of this sweep has resource samples (sampler off, or recorded before it)")
     parts += energy_notes(rows)
+    if any(device_memory.missed(r) for r in rows):
+        parts.append(device_memory.MISSED_NOTE)
     parts += disturbed_note(r for r in rows if r["outcome"] == "ok")
     parts += _sections(comparisons, keys, fmt)
     return "\n".join(parts)
@@ -285,6 +298,7 @@ def _batch_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "rss_mean_bytes": _mean(runs, "rss_mean_bytes"),
         "uss_peak_bytes": _max(runs, "uss_peak_bytes"),
         "gpu_memory_peak_bytes": _max(runs, "gpu_memory_peak_bytes"),
+        "gpu_framework_peak_bytes": _max(runs, "gpu_framework_peak_bytes"),
     }
 
 
@@ -334,13 +348,16 @@ def _sections(comparisons: dict[str, list[dict[str, Any]]], keys: Sequence[str],
         parts += ["", "multi-threading: threads=1 against more threads (ok runs only)"]
         parts.append(render(comparisons["threads"], columns, fmt))
     if comparisons["batch"]:
+        own = any(r.get("gpu_framework_peak_bytes") is not None for r in comparisons["batch"])
+        gpu_own = [mib_column("GPU fw peak MiB", "gpu_framework_peak_bytes")] if own else []
         columns = _key_columns(keys, "batch_size") + [
             Column("batch", "batch_size"),
             Column("runs", "runs"),
             mib_column("RSS peak MiB", "rss_peak_bytes"),
             mib_column("RSS mean MiB", "rss_mean_bytes"),
             mib_column("USS peak MiB", "uss_peak_bytes"),
-            mib_column("GPU mem peak MiB", "gpu_memory_peak_bytes"),
+            Column("GPU mem peak MiB", "gpu_memory_peak_bytes", device_memory.nvml_cell),
+            *gpu_own,
             Column("RSS peak vs batch 1", "vs_base", lambda r: _times(r["vs_base"])),
         ]
         parts += ["", "memory by batch size: batch 1 against mini-batches (ok runs only)"]

@@ -11,7 +11,7 @@ from orchestrator.config import samples
 from orchestrator.config.checks import config_from_stored
 from orchestrator.config.values import cut, format_size
 from orchestrator.errors import BenchError, DatabaseError
-from orchestrator.report import kernels, timeline
+from orchestrator.report import device_memory, kernels, timeline
 from orchestrator.report.select import (
     DISTURBANCE_KEYS,
     Selection,
@@ -429,7 +429,13 @@ def inspect_text(data: dict[str, Any]) -> str:
                 + (" (extra: for min_time/min_steps, not evaluated)" if e.get("extra") else "")
             )
     # Each of these is one line quoting the database (a phase, a sampler status, a kernel's name).
-    lines += map(safe_line, timeline.resource_lines(run, data["phases"], data["last_samples"]))
+    resources = timeline.resource_lines(run, data["phases"], data["last_samples"])
+    own = device_memory.inspect_text(run, device_memory.framework_peak(env.get("extra")))
+    if own is not None:  # after the sampler's GPU line, else before its energy line
+        gpu = [i + 1 for i, line in enumerate(resources) if line.startswith("  GPU: memory")]
+        energy = [i for i, line in enumerate(resources) if line.startswith("  GPU energy")]
+        resources.insert((gpu or energy or [len(resources)])[0], own)
+    lines += map(safe_line, resources)
     lines += map(safe_line, kernels.inspect_lines(run, data.get("kernels", [])))
     lines += _replica_lines(data.get("replicas", []))
     if run.get("traceback"):
