@@ -11,6 +11,7 @@ where it can). With ``dropout`` false the arch has no dropout layers, so the fir
 steps' losses of two modes can be compared (random masks would differ between modes).
 """
 
+import os
 import time
 
 from tests.driver_checks import configurer
@@ -21,6 +22,13 @@ from workers.adapters import base
 # never meets a partial batch, so a compiled model sees one shape), 4 classes (chance 0.25).
 SIZES = dict(image_size=16, dataset_size=240, val_fraction=0.2, classes=4, batch_size=16, epochs=3, threads=1)
 FIRST_STEPS = 2  # training steps whose losses are read one by one (no dropout only)
+
+
+def _files(folder):
+    """How many files a folder holds, None where it is not set."""
+    if not folder:
+        return None
+    return sum(len(names) for _, _, names in os.walk(folder))
 
 
 def no_dropout_arch(config):
@@ -75,6 +83,7 @@ def checks(framework, **over):
             "ahead_of_time_seconds": getattr(a, "ahead_of_time_seconds", None),
             "infer_shape": list(a._output.shape),
             "seconds": time.time() - started,
+            "inductor_cache_files": _files(os.environ.get("TORCHINDUCTOR_CACHE_DIR")),
         }
 
     def check_refusal(model, mode, precision):

@@ -7,7 +7,9 @@ so this file takes minutes, not seconds (docs/frameworks/pytorch.md, "Modes and 
 
 from __future__ import annotations
 
+import os
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -65,9 +67,17 @@ DRIVER = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def driven(pytorch_python, tmp_path_factory):
+def driver_tmp(tmp_path_factory):
+    """The driver's temporary folder (TMPDIR), where each compiled run's own cache goes."""
+    return tmp_path_factory.mktemp("modes-pytorch-tmp")
+
+
+@pytest.fixture(scope="module")
+def driven(pytorch_python, tmp_path_factory, driver_tmp):
     folder = tmp_path_factory.mktemp("modes-pytorch")
-    results, _ = drive(pytorch_python, folder, DRIVER, CHECKS, timeout=1200)
+    env = {**os.environ, "TMPDIR": str(driver_tmp)}
+    env.pop("BENCH_COMPILE_CACHE", None)
+    results, _ = drive(pytorch_python, folder, DRIVER, CHECKS, env=env, timeout=1200)
     return checked(results)
 
 
@@ -131,3 +141,21 @@ def test_no_mode_is_todays_eager(driven):
     assert got["execution"]["precision"] == "fp32"
     assert got["settings_execution"] == got["execution"]["how"]
     assert got["execution"]["how"].startswith("eager")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_compiled_run_compiles_cold_into_its_own_folder_removed_at_exit(driven, driver_tmp, precision):
+    """Inductor's on-disk cache made a rerun's compile figure a warm cache's (docs/fairness.md:
+    19.6 s cold, 0.3 s warm): each graph or compiled run gets a fresh folder of its own."""
+    got = driven(f"combo_compiled_{precision}")
+    said = got["execution"]["compile_cache"]
+    assert said.startswith("cold: "), said
+    folder = Path(said.split("(", 1)[1].split(")", 1)[0])
+    assert folder.parent == driver_tmp and folder.name.startswith("bench-compile-cache-")
+    assert got["inductor_cache_files"] > 0  # inductor wrote its code there
+    assert not folder.exists()  # and it went as the driver exited
+    other = driven(f"combo_compiled_{'bf16' if precision == 'fp32' else 'fp32'}")["execution"][
+        "compile_cache"
+    ]
+    assert other != said  # one folder a run
+    assert "compile_cache" not in driven(f"combo_eager_{precision}")["execution"]
