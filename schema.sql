@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 10;
+PRAGMA user_version = 11;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -307,3 +307,23 @@ CREATE TABLE kernels (
     share               REAL,                            -- of the run's summed kernel/operator time
     PRIMARY KEY (run_id, seq)
 );
+
+-- The same fixed work timed at the start and end of each session of a sweep (version 11;
+-- profiler/calibration.py): two sweeps, or the two ends of one, say whether the machine ran at the
+-- same speed. One thread, each figure the median of its timings; NULL figures with an error.
+CREATE TABLE calibrations (
+    id                  INTEGER PRIMARY KEY,
+    sweep_id            INTEGER NOT NULL REFERENCES sweeps(id),
+    at                  TEXT NOT NULL,                   -- start | end (of this session of the sweep)
+    taken_at            TEXT NOT NULL,                   -- ISO 8601, UTC
+    machine             TEXT,                            -- fingerprint of the machine that took it
+    python_mops         REAL,                            -- millions of pure-Python loop iterations a second
+    matmul_gflops       REAL,                            -- float32 matrix product, numpy, one thread
+    memory_gbps         REAL,                            -- 64 MiB array copy, read and write counted
+    python_spread       REAL,                            -- (max - min) / median of each figure's timings
+    matmul_spread       REAL,
+    memory_spread       REAL,
+    seconds             REAL,                            -- how long the calibration took
+    error               TEXT                             -- why there are no figures
+);
+CREATE INDEX calibrations_sweep ON calibrations (sweep_id);

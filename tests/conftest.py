@@ -25,6 +25,9 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     must not be found, ended and recorded by another test's (or another checkout's) bench run."""
     folder = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("BENCH_STATE_DIR", str(folder))
+    # A sweep's calibration (about two seconds a sweep, docs/profiler.md) is off for the tests
+    # that do not test it: tests/test_calibration.py turns it on.
+    monkeypatch.setenv("BENCH_CALIBRATE", "0")
     return folder
 
 

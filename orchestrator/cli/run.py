@@ -102,6 +102,15 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
 @click.option(
     "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
 )
+@click.option(
+    "--calibrate/--no-calibrate",
+    default=True,
+    show_default=True,
+    envvar="BENCH_CALIBRATE",
+    help="Time a fixed piece of work (about a second, one thread) before the first run and after the "
+    "last, so reports can say whether the machine ran at the same speed in two sweeps "
+    "(docs/profiler.md, Calibration; local executor; env BENCH_CALIBRATE=0 turns it off).",
+)
 @executor_options
 @db_option
 @env_dir_option
@@ -113,6 +122,7 @@ def run(
     fail_on: str | None,
     no_backstop: bool,
     runs_dir: str | None,
+    calibrate: bool,
     executor: str,
     address: str,
     pack: bool,
@@ -170,6 +180,7 @@ def run(
         earlier=earlier,
         backstop=not no_backstop,
         retry_disturbed=retry_disturbed,
+        calibrate=calibrate,
     )
     result = run_sweep(db, plan, runner, say=lambda line: echo(line, err=True))
     _finish(result, wanted_fail, hint(extra=["--resume"]))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from orchestrator.errors import ConfigError
-from orchestrator.report import kernels, resources, results
+from orchestrator.report import calibration, kernels, resources, results
 from orchestrator.report.compare import compare as compare_sweeps
 from orchestrator.report.modes import modes
 from orchestrator.report.scaling import scaling
@@ -86,13 +86,20 @@ def _resources(db: Database, o: Options, sweep_id: int | None) -> str:
     return resources.resources(db, sweep_id, o.fmt, o.group_by, parse_where(o.where))
 
 
+def _calibrated(db: Database, table: Table) -> Table:
+    """The table with the notes on its sweeps' calibrations (report/calibration.py)."""
+    table.notes += calibration.notes(db, [s["id"] for s in table.sweeps])
+    return table
+
+
 def _research_table(db: Database, o: Options, _: int | None) -> str:
-    return render_table(BUILDERS[o.table](db, selection(db, o.sweeps, o.where)), o.fmt)
+    return render_table(_calibrated(db, BUILDERS[o.table](db, selection(db, o.sweeps, o.where))), o.fmt)
 
 
 def _compare(db: Database, o: Options, _: int | None) -> str:
     assert o.compare is not None  # choose() picks this report only then
-    return render_table(compare_sweeps(db, o.compare[0], o.compare[1], parse_where(o.where)), o.fmt)
+    table = compare_sweeps(db, o.compare[0], o.compare[1], parse_where(o.where))
+    return render_table(_calibrated(db, table), o.fmt)
 
 
 def _kernels(db: Database, o: Options, _: int | None) -> str:

@@ -11,7 +11,7 @@ from orchestrator.config import samples
 from orchestrator.config.checks import config_from_stored
 from orchestrator.config.values import cut, format_size
 from orchestrator.errors import BenchError, DatabaseError
-from orchestrator.report import device_memory, kernels, timeline
+from orchestrator.report import calibration, device_memory, kernels, timeline
 from orchestrator.report.select import (
     DISTURBANCE_KEYS,
     Selection,
@@ -233,6 +233,7 @@ def results(
     note += "".join(f"\n{n}" for n in samples.mark_notes(rows)) if not crashes else ""
     if not crashes:
         note += "".join(f"\n{n}" for n in disturbed_note(r for r in rows if r["outcome"] == "ok"))
+        note += "".join(f"\n{n}" for n in calibration.notes(db, [sweep["id"]]))
     return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
 
 

@@ -153,6 +153,7 @@ class Database:
         self.phases = self.meta.tables["phases"]
         self.kernels = self.meta.tables["kernels"]
         self.replicas = self.meta.tables["replicas"]
+        self.calibrations = self.meta.tables["calibrations"]
 
     def _prepare_postgres(self, create: bool) -> None:
         """Create or upgrade under an advisory lock: drivers starting together do it once."""

@@ -40,6 +40,7 @@ TABLES_BY_VERSION = {
     8: _FIRST_TABLES | {"samples", "phases", "kernels"},
     9: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas"},
     10: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas"},
+    11: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
 }
 
 

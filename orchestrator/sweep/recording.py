@@ -55,6 +55,31 @@ def start_sweep(
         return db.insert(conn, db.sweeps, row)
 
 
+def store_calibration(db: Database, sweep_id: int, at: str, figures: dict[str, Any]) -> None:
+    """One calibration of the sweep (launch/calibration.py's figures, or its error)."""
+    row = {
+        "sweep_id": sweep_id,
+        "at": at,
+        "taken_at": now(),
+        "machine": hostinfo.fingerprint(hostinfo.machine()),
+        **{k: figures.get(k) for k in CALIBRATION_COLUMNS},
+    }
+    with db.begin() as conn:
+        db.insert(conn, db.calibrations, fit(db.calibrations, row))
+
+
+CALIBRATION_COLUMNS = (
+    "python_mops",
+    "matmul_gflops",
+    "memory_gbps",
+    "python_spread",
+    "matmul_spread",
+    "memory_spread",
+    "seconds",
+    "error",
+)
+
+
 def reopen_sweep(db: Database, sweep_id: int, total: int) -> None:
     with db.begin() as conn:
         conn.execute(

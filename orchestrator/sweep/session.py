@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from orchestrator.config.run_config import RunConfig
 from orchestrator.executors.base import Executor
 from orchestrator.executors.local import LocalExecutor
+from orchestrator.launch import calibration
 from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME
 from orchestrator.storage.db import Database
 from orchestrator.sweep import recording
@@ -55,6 +56,7 @@ class Plan:
     backstop: bool = False  # a batch past a configuration's oom wall is recorded skipped, not run
     retry_disturbed: int = 0
     follow: bool = False  # Progress's follow: one run, its lines as they come
+    calibrate: bool = False  # time the calibration's fixed work before and after (local executor)
 
     @property
     def todo(self) -> list[RunConfig]:
@@ -118,7 +120,13 @@ def run_sweep(
         root = runs_root(plan.db_url, plan.runs_dir)  # before anything is recorded
         todo = plan.todo
         history = History.from_db(db, todo)  # before the sweep is recorded: it may take seconds
-        sweep_id = _open(db, plan, say or (lambda _line: None))
+        say = say or (lambda _line: None)
+        sweep_id = _open(db, plan, say)
+        # On this machine only: a Ray sweep's runs ran on other nodes, which a calibration here
+        # says nothing of.
+        calibrate = plan.calibrate and bool(todo) and runner.name == "local"
+        if calibrate:
+            _calibrate(db, sweep_id, "start", say)
         progress = Progress(len(todo), follow=plan.follow, plan=todo, history=history)
         result = run_configs(
             db,
@@ -133,10 +141,22 @@ def run_sweep(
             walls=walls_of(db, sweep_id) if plan.backstop else None,
             retry_disturbed=plan.retry_disturbed,
         )
+        if calibrate and not result.interrupted:
+            _calibrate(db, sweep_id, "end", say)
     finally:
         runner.close()
     result.skipped = len(plan.configs) - len(todo)
     return result
+
+
+def _calibrate(db: Database, sweep_id: int, at: str, say: Callable[[str], None]) -> None:
+    """Take the calibration (profiler/calibration.py, about a second), record it, say it."""
+    figures = calibration.take()
+    recording.store_calibration(db, sweep_id, at, figures)
+    if "error" in figures:
+        say(f"calibration at the {at}: none ({figures['error']})")
+    else:
+        say(f"calibration at the {at}: {calibration.describe(figures)}")
 
 
 def _open(db: Database, plan: Plan, say: Callable[[str], None]) -> int:

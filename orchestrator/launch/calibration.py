@@ -1,0 +1,85 @@
+"""Take a calibration (profiler/calibration.py) in a process of its own: bench's interpreter, one
+thread, a time limit. Its output is read as outside input: only finite, positive numbers of the
+expected names are kept; anything else makes the calibration an error with why, never a crash."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from typing import Any
+
+from orchestrator.launch.execute import THREAD_VARIABLES
+from orchestrator.launch.sidecar import PROFILER_PARENT
+from orchestrator.text.terminal import safe_line
+
+FIGURES = ("python_mops", "matmul_gflops", "memory_gbps")
+SPREADS = ("python_spread", "matmul_spread", "memory_spread")
+TIMEOUT = 60.0
+LARGEST = 1e9  # no figure of the three comes near it on any machine
+OUTPUT_BYTES = 4096
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and 0 < value < LARGEST else None
+
+
+def parse(text: str) -> dict[str, Any]:
+    """The figures of the calibration's output line, or {"error": why}."""
+    try:
+        data = json.loads(text[:OUTPUT_BYTES])
+    except (ValueError, RecursionError):
+        return {"error": f"its output is not JSON: {safe_line(text[:120])!r}"}
+    if not isinstance(data, dict):
+        return {"error": "its output is not a JSON object"}
+    out: dict[str, Any] = {}
+    for key in FIGURES:
+        value = _number(data.get(key))
+        if value is None:
+            return {"error": f"its output has no usable {key}"}
+        out[key] = value
+    for key in (*SPREADS, "seconds"):
+        spread = data.get(key)
+        if isinstance(spread, int | float) and not isinstance(spread, bool) and math.isfinite(spread):
+            out[key] = max(0.0, float(spread))
+    return out
+
+
+def take(timeout: float = TIMEOUT) -> dict[str, Any]:
+    """One calibration: {"python_mops", "matmul_gflops", "memory_gbps", spreads, "seconds"} or
+    {"error": why}."""
+    env = dict(os.environ)
+    for name in THREAD_VARIABLES:
+        env[name] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROFILER_PARENT), env.get("PYTHONPATH")]))
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "profiler.calibration"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"it took longer than {timeout:g} s"}
+    except OSError as exc:
+        return {"error": f"it could not start ({safe_line(exc)})"}
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        return {"error": f"it exited with status {proc.returncode}: {safe_line(last)[:200]}"}
+    return parse(proc.stdout.strip())
+
+
+def describe(figures: dict[str, Any]) -> str:
+    """The three figures in words, one line."""
+    return (
+        f"python {figures['python_mops']:.1f} Mops/s, matmul {figures['matmul_gflops']:.1f} GFLOP/s, "
+        f"memory {figures['memory_gbps']:.1f} GB/s (one thread)"
+    )

@@ -1,0 +1,94 @@
+"""The calibrations of the sweeps a report reads (profiler/calibration.py: the same fixed work timed
+at the start and end of each session of a sweep), as notes under the report: the figures' range
+in each sweep, and whether the machine ran at another speed within a sweep or between two.
+
+Rows are outside input (a team shares a database): a figure that is not a finite positive number
+is no figure; a calibration that recorded an error is left out.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from orchestrator.storage.db import Database
+
+# (column, unit) of the three figures, in the order notes name them.
+FIGURES = (("python_mops", "Mops/s"), ("matmul_gflops", "GFLOP/s"), ("memory_gbps", "GB/s"))
+SHORT = {"python_mops": "python", "matmul_gflops": "matmul", "memory_gbps": "memory"}
+# Two calibrations further apart than this (either way) say the machine's speed changed. On the
+# quiet 2-vCPU machine the figures of back-to-back calibrations agree far closer than this
+# (docs/profiler.md, Calibration, has the measured spread).
+TOLERANCE = 0.10
+LARGEST = 1e9
+
+
+def _figure(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and 0 < value < LARGEST else None
+
+
+def read(db: Database, sweep_ids: Sequence[int]) -> dict[int, list[dict[str, float]]]:
+    """Each sweep's calibrations in the order taken, those with all three figures only."""
+    table = db.calibrations
+    query = sa.select(table).where(table.c.sweep_id.in_(list(sweep_ids))).order_by(table.c.id)
+    out: dict[int, list[dict[str, float]]] = {}
+    for row in db.rows(query):
+        figures = {key: _figure(row.get(key)) for key, _ in FIGURES}
+        if all(v is not None for v in figures.values()):
+            out.setdefault(row["sweep_id"], []).append(figures)  # type: ignore[arg-type]
+    return out
+
+
+def _apart(values: Sequence[float]) -> float:
+    """How far apart the values are: the largest over the smallest, less one."""
+    return max(values) / min(values) - 1
+
+
+def _range(values: Sequence[float], unit: str) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.1f} {unit}" if high - low < 0.05 else f"{low:.1f}–{high:.1f} {unit}"
+
+
+def _within(sweep_id: int, taken: list[dict[str, float]]) -> str:
+    ranges = ", ".join(f"{SHORT[k]} {_range([t[k] for t in taken], unit)}" for k, unit in FIGURES)
+    line = f"calibration, sweep {sweep_id} ({len(taken)} taken, one thread): {ranges}"
+    if len(taken) < 2:
+        return line
+    moved = [(k, _apart([t[k] for t in taken])) for k, _ in FIGURES]
+    worst = max(moved, key=lambda kv: kv[1])
+    if worst[1] > TOLERANCE:
+        return (
+            f"{line}: ! the machine's speed changed within this sweep ({SHORT[worst[0]]} "
+            f"{worst[1] * 100:.0f} % apart): its runs of different times are not comparable"
+        )
+    return f"{line}: steady (within {TOLERANCE * 100:.0f} %)"
+
+
+def notes(db: Database, sweep_ids: Sequence[int]) -> list[str]:
+    """One line a calibrated sweep, and for several, whether they ran at the same speed."""
+    ids = list(dict.fromkeys(sweep_ids))
+    taken = read(db, ids)
+    calibrated = [i for i in ids if i in taken]
+    lines = [_within(i, taken[i]) for i in calibrated]
+    if len(calibrated) < 2:
+        return lines
+    first = calibrated[0]
+    base = {k: statistics.median(t[k] for t in taken[first]) for k, _ in FIGURES}
+    for other in calibrated[1:]:
+        ratios = {k: statistics.median(t[k] for t in taken[other]) / base[k] for k, _ in FIGURES}
+        text = ", ".join(f"{SHORT[k]} ×{r:.2f}" for k, r in ratios.items())
+        if any(_apart([r, 1.0]) > TOLERANCE for r in ratios.values()):
+            lines.append(
+                f"! sweep {other} against sweep {first}, calibration {text}: the machine ran at another "
+                "speed; do not set their figures side by side (docs/profiler.md, Calibration)"
+            )
+        else:
+            lines.append(f"sweep {other} against sweep {first}, calibration {text}: the same speed")
+    return lines
