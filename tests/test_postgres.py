@@ -70,6 +70,7 @@ def test_both_backends_have_the_same_tables_and_columns(pg_server, tmp_path):
         "phases",
         "kernels",
         "replicas",
+        "calibrations",
     }
     assert on_postgres == on_sqlite
     # SQLite numbers an INTEGER PRIMARY KEY itself (the rowid); PostgreSQL needs a sequence, only there.
@@ -81,7 +82,7 @@ def test_both_backends_have_the_same_tables_and_columns(pg_server, tmp_path):
         if (c["default"] or "").startswith("nextval(")
     }
     engine.dispose()
-    assert numbered == {("sweeps", "id"), ("runs", "id")}
+    assert numbered == {("sweeps", "id"), ("runs", "id"), ("calibrations", "id")}
     assert on_postgres["runs"]["checks"] == 1 and on_postgres["runs"]["indexes"] == [
         ("runs_sweep", ("sweep_id", "config_hash"))
     ]
