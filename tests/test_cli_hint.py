@@ -111,6 +111,7 @@ def test_every_option_is_carried_or_explicitly_left_out(name):
 
 def test_defaults_are_not_written_out_but_environment_values_are(monkeypatch):
     monkeypatch.setenv("BENCH_DB", "elsewhere.db")
+    monkeypatch.delenv("BENCH_CALIBRATE")  # the tests' own setting (conftest.py): at its default here
     command = cli.commands["run"]
     with command.make_context("run", ["--matrix", "a b.yaml", "--resume"]) as ctx:
         text = hint(ctx, ["--resume"])
