@@ -22,6 +22,7 @@ About a second on the 2-vCPU machine (docs/performance.md).
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 import time
@@ -33,6 +34,19 @@ MATMUL_N = 384
 MATMUL_TIMES = 8
 COPY_BYTES = 64 << 20
 COPY_TIMES = 4
+
+
+FIGURES = ("python_mops", "matmul_gflops", "memory_gbps")
+LARGEST = 1e9  # no figure of the three comes near it on any machine
+
+
+def figure(value: Any) -> float | None:
+    """A figure as read back (the calibration's output, a database row): a finite number above 0
+    and below LARGEST, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and 0 < value < LARGEST else None
 
 
 def _timed(work: Any) -> list[float]:

@@ -14,19 +14,11 @@ from typing import Any
 from orchestrator.launch.execute import THREAD_VARIABLES
 from orchestrator.launch.sidecar import PROFILER_PARENT
 from orchestrator.text.terminal import safe_line
+from profiler.calibration import FIGURES, figure
 
-FIGURES = ("python_mops", "matmul_gflops", "memory_gbps")
 SPREADS = ("python_spread", "matmul_spread", "memory_spread")
 TIMEOUT = 60.0
-LARGEST = 1e9  # no figure of the three comes near it on any machine
 OUTPUT_BYTES = 4096
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) and 0 < value < LARGEST else None
 
 
 def parse(text: str) -> dict[str, Any]:
@@ -39,7 +31,7 @@ def parse(text: str) -> dict[str, Any]:
         return {"error": "its output is not a JSON object"}
     out: dict[str, Any] = {}
     for key in FIGURES:
-        value = _number(data.get(key))
+        value = figure(data.get(key))
         if value is None:
             return {"error": f"its output has no usable {key}"}
         out[key] = value

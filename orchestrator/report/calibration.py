@@ -8,14 +8,13 @@ is no figure; a calibration that recorded an error is left out.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
 
 import sqlalchemy as sa
 
 from orchestrator.storage.db import Database
+from profiler.calibration import figure
 
 # (column, unit) of the three figures, in the order notes name them.
 FIGURES = (("python_mops", "Mops/s"), ("matmul_gflops", "GFLOP/s"), ("memory_gbps", "GB/s"))
@@ -24,14 +23,6 @@ SHORT = {"python_mops": "python", "matmul_gflops": "matmul", "memory_gbps": "mem
 # quiet 2-vCPU machine the figures of back-to-back calibrations agree far closer than this
 # (docs/profiler.md, Calibration, has the measured spread).
 TOLERANCE = 0.10
-LARGEST = 1e9
-
-
-def _figure(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) and 0 < value < LARGEST else None
 
 
 def read(db: Database, sweep_ids: Sequence[int]) -> dict[int, list[dict[str, float]]]:
@@ -40,7 +31,7 @@ def read(db: Database, sweep_ids: Sequence[int]) -> dict[int, list[dict[str, flo
     query = sa.select(table).where(table.c.sweep_id.in_(list(sweep_ids))).order_by(table.c.id)
     out: dict[int, list[dict[str, float]]] = {}
     for row in db.rows(query):
-        figures = {key: _figure(row.get(key)) for key, _ in FIGURES}
+        figures = {key: figure(row.get(key)) for key, _ in FIGURES}
         if all(v is not None for v in figures.values()):
             out.setdefault(row["sweep_id"], []).append(figures)  # type: ignore[arg-type]
     return out
