@@ -310,7 +310,7 @@ CREATE TABLE kernels (
 
 -- The same fixed work timed at the start and end of each session of a sweep (version 11;
 -- profiler/calibration.py): two sweeps, or the two ends of one, say whether the machine ran at the
--- same speed. One thread, each figure the median of its timings; NULL figures with an error.
+-- same speed. One thread, each figure the best of its timings; NULL figures with an error.
 CREATE TABLE calibrations (
     id                  INTEGER PRIMARY KEY,
     sweep_id            INTEGER NOT NULL REFERENCES sweeps(id),

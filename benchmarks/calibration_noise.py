@@ -1,7 +1,8 @@
 """How far apart two calibrations of an unchanged machine are, and what one costs.
 
-bench's reports call two calibrations (profiler/calibration.py) of the same speed when each
-figure lies within TOLERANCE (10 %) of the other (orchestrator/report/calibration.py). This takes
+bench's reports call two calibrations (profiler/calibration.py) of the same speed when their
+speed, the geometric mean of the three figures' ratios, lies within TOLERANCE (20 %)
+(orchestrator/report/calibration.py). This takes
 N calibrations back to back, the way `bench run` takes them (orchestrator.launch.calibration.take:
 its own process, one thread), and prints for each figure the median, the range, and the largest
 ratio between any two of them: the noise the tolerance has to stand above. Then, with
@@ -17,6 +18,7 @@ A benchmark, not a test: it always exits 0 once it has measured. Run it on a qui
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing
 import statistics
 import sys
@@ -52,6 +54,15 @@ def summary(name: str, taken: list[dict[str, float]]) -> None:
             f"  {key:14s} median {statistics.median(values):8.2f}  range {min(values):.2f}-{max(values):.2f}"
             f"  largest apart {apart * 100:5.1f} %"
         )
+    # The reports' verdict reads the speed: the geometric mean of the three figures' ratios, here to
+    # each figure's median over the series (orchestrator/report/calibration.py).
+    medians = {k: statistics.median(t[k] for t in taken) for k in calibration.FIGURES}
+    speeds = [
+        math.prod(t[k] / medians[k] for k in calibration.FIGURES) ** (1 / len(calibration.FIGURES))
+        for t in taken
+    ]
+    apart = max(speeds) / min(speeds) - 1
+    print(f"  speed          range {min(speeds):.3f}-{max(speeds):.3f}  largest apart {apart * 100:5.1f} %")
     seconds = [t["seconds"] for t in taken]
     inside = f"median {statistics.median(seconds):.2f}  max {max(seconds):.2f}"
     print(f"  seconds        {inside} (inside the process)")
