@@ -1,7 +1,7 @@
 """How far apart two calibrations of an unchanged machine are, and what one costs.
 
 bench's reports call two calibrations (profiler/calibration.py) of the same speed when their
-speed, the geometric mean of the three figures' ratios, lies within TOLERANCE (20 %)
+speed, the geometric mean of the three figures' ratios, lies within TOLERANCE (35 %)
 (orchestrator/report/calibration.py). This takes
 N calibrations back to back, the way `bench run` takes them (orchestrator.launch.calibration.take:
 its own process, one thread), and prints for each figure the median, the range, and the largest
