@@ -324,6 +324,7 @@ CREATE TABLE calibrations (
     matmul_spread       REAL,
     memory_spread       REAL,
     seconds             REAL,                            -- how long the calibration took
+    other_cpu_percent   REAL,                            -- other load meanwhile, % of the CPUs (profiler/disturbance.py)
     error               TEXT                             -- why there are no figures
 );
 CREATE INDEX calibrations_sweep ON calibrations (sweep_id);

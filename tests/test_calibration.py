@@ -33,6 +33,7 @@ def test_a_calibration_is_three_positive_figures_in_about_a_second():
     for key in calibration.FIGURES:
         assert figure(figures[key]) == figures[key]
     assert 0 < figures["seconds"] < 30  # docs/profiler.md has the measured time
+    assert 0 <= figures["other_cpu_percent"] <= 100  # what else ran meanwhile
     assert "Mops/s" in calibration.describe(figures)
 
 
@@ -221,3 +222,20 @@ def test_one_noisy_figure_alone_is_not_another_speed(tmp_path, monkeypatch):
     db = _calibrated(tmp_path, monkeypatch, [[FAST, FAST], [(12.0, 70.0, 18.0), (12.0, 70.0, 18.0)]])
     text = _report(db, "--compare", "1", "2")
     assert "calibration speed ×0.87 (python ×0.67, matmul ×1.00, memory ×1.00): the same speed" in text
+
+
+def test_the_html_page_carries_the_calibration_notes(tmp_path, monkeypatch):
+    db = _calibrated(tmp_path, monkeypatch, [[SLOW], [FAST]])
+    _report(db, "--html", str(tmp_path / "site"), "--sweep", "all")
+    page = next((tmp_path / "site").glob("*.html")).read_text()
+    assert "! sweep 2 against sweep 1, calibration speed ×2.00" in page
+
+
+def test_a_calibration_beside_other_load_is_said_and_left_out(tmp_path, monkeypatch):
+    busy = {"python_mops": 10.0, "matmul_gflops": 50.0, "memory_gbps": 10.0, "other_cpu_percent": 48.0}
+    assert "beside other load (48% of the CPUs): not the machine's speed, left out" in calibration.describe(
+        busy
+    )
+    db = _calibrated(tmp_path, monkeypatch, [[FAST, FAST]])
+    dbs.execute(db, "UPDATE calibrations SET python_mops = 9, other_cpu_percent = 48 WHERE at = 'end'")
+    assert "calibration, sweep 1 (1 taken, one thread): python 18.0 Mops/s" in _report(db)

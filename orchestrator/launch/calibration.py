@@ -14,6 +14,7 @@ from typing import Any
 from orchestrator.launch.execute import THREAD_VARIABLES
 from orchestrator.launch.sidecar import PROFILER_PARENT
 from orchestrator.text.terminal import safe_line
+from profiler import disturbance
 from profiler.calibration import FIGURES, figure
 
 SPREADS = ("python_spread", "matmul_spread", "memory_spread")
@@ -49,6 +50,7 @@ def take(timeout: float = TIMEOUT) -> dict[str, Any]:
     for name in THREAD_VARIABLES:
         env[name] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROFILER_PARENT), env.get("PYTHONPATH")]))
+    before, own = disturbance.read_stat(), _bench_seconds()
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "profiler.calibration"],
@@ -63,15 +65,39 @@ def take(timeout: float = TIMEOUT) -> dict[str, Any]:
         return {"error": f"it took longer than {timeout:g} s"}
     except OSError as exc:
         return {"error": f"it could not start ({safe_line(exc)})"}
+    # What else the machine ran meanwhile: its CPUs' busy time less bench's and the calibration's
+    # own (a reaped child's CPU time is in os.times()).
+    found = disturbance.share(before, disturbance.read_stat(), _cpus(), _bench_seconds() - own)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
         return {"error": f"it exited with status {proc.returncode}: {safe_line(last)[:200]}"}
-    return parse(proc.stdout.strip())
+    figures = parse(proc.stdout.strip())
+    if "error" not in figures and found is not None:
+        figures["other_cpu_percent"] = found.other_percent()
+    return figures
+
+
+def _bench_seconds() -> float:
+    """CPU seconds of this process and of its children it has waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _cpus() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
 
 
 def describe(figures: dict[str, Any]) -> str:
-    """The three figures in words, one line."""
-    return (
+    """The three figures in words, one line, and the other load beside them where it was past the
+    limit that flags a run."""
+    text = (
         f"python {figures['python_mops']:.1f} Mops/s, matmul {figures['matmul_gflops']:.1f} GFLOP/s, "
         f"memory {figures['memory_gbps']:.1f} GB/s (one thread)"
     )
+    other = figures.get("other_cpu_percent")
+    if other is not None and other > disturbance.OTHER_LIMIT:
+        text += f"; beside other load ({other:.0f}% of the CPUs): not the machine's speed, left out"
+    return text

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from orchestrator.storage.db import Database
 from profiler.calibration import figure
+from profiler.disturbance import OTHER_LIMIT
 
 # (column, unit) of the three figures, in the order notes name them.
 FIGURES = (("python_mops", "Mops/s"), ("matmul_gflops", "GFLOP/s"), ("memory_gbps", "GB/s"))
@@ -30,13 +31,16 @@ TOLERANCE = 0.35
 
 
 def read(db: Database, sweep_ids: Sequence[int]) -> dict[int, list[dict[str, float]]]:
-    """Each sweep's calibrations in the order taken, those with all three figures only."""
+    """Each sweep's calibrations in the order taken: those with all three figures, and not taken
+    beside other load past the limit that flags a run (they measured the machine's sharing)."""
     table = db.calibrations
     query = sa.select(table).where(table.c.sweep_id.in_(list(sweep_ids))).order_by(table.c.id)
     out: dict[int, list[dict[str, float]]] = {}
     for row in db.rows(query):
         figures = {key: figure(row.get(key)) for key, _ in FIGURES}
-        if all(v is not None for v in figures.values()):
+        other = row.get("other_cpu_percent")
+        busy = isinstance(other, int | float) and not isinstance(other, bool) and other > OTHER_LIMIT
+        if all(v is not None for v in figures.values()) and not busy:
             out.setdefault(row["sweep_id"], []).append(figures)  # type: ignore[arg-type]
     return out
 

@@ -19,7 +19,15 @@ import sqlalchemy as sa
 
 from orchestrator import __version__
 from orchestrator.config import matrix, samples
-from orchestrator.report import figures, figures_modes, figures_runs, figures_scaling, results, tables
+from orchestrator.report import (
+    calibration,
+    figures,
+    figures_modes,
+    figures_runs,
+    figures_scaling,
+    results,
+    tables,
+)
 from orchestrator.report.figures import Row, Section
 from orchestrator.report.figures_runs import Matcher
 from orchestrator.report.select import Selection, latest_runs
@@ -88,7 +96,8 @@ def html_table(rows: Sequence[Row], columns: Sequence[Column], markup: Sequence[
 def comparison_table(db: Database, sel: Selection, runs: Sequence[Row]) -> str:
     """The research's comparison table (tables.comparison), then every configuration's row."""
     table = tables.comparison(db, sel)
-    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in table.notes)
+    every = table.notes + calibration.notes(db, [s["id"] for s in sel.sweeps])
+    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in every)
     parts = [f"<p>{escape(table.title)}</p>", html_table(table.rows, table.columns), notes]
     rows = html_table(runs[:MAX_ROWS], results.RESULT_COLUMNS) + _more(len(runs), MAX_ROWS, "bench report")
     parts.append(

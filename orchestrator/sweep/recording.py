@@ -76,6 +76,7 @@ CALIBRATION_COLUMNS = (
     "matmul_spread",
     "memory_spread",
     "seconds",
+    "other_cpu_percent",
     "error",
 )
 
