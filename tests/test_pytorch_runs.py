@@ -57,6 +57,7 @@ def sweep(tmp_path_factory, pytorch_python):
     try:
         result = CliRunner().invoke(cli, ["run", "--matrix", "m.yaml"], catch_exceptions=False)
         report = CliRunner().invoke(cli, ["report", "--table", "comparison"], catch_exceptions=False)
+        results = CliRunner().invoke(cli, ["report"], catch_exceptions=False)
     finally:
         os.chdir(cwd)
     assert result.exit_code == 0, result.output
@@ -73,6 +74,7 @@ def sweep(tmp_path_factory, pytorch_python):
     epochs = [dict(r) for r in conn.execute("SELECT * FROM epochs ORDER BY run_id, repeat, epoch")]
     conn.close()
     REPORT["comparison"] = report.output
+    REPORT["results"] = results.output
     return rows, epochs
 
 
@@ -170,7 +172,13 @@ def test_a_language_model_runs_and_counts_its_tokens(sweep):
     gru = next(r for r in rows if r["model"] == "gru")
     assert gru["tokens_per_second"] == pytest.approx(gru["images_per_second"] * 150)
     assert all(r["tokens_per_second"] is None for r in rows if r["model"] in models.MODELS)
-    assert (
-        'gpt_tiny: one "image" is one sequence of 16 tokens, each position predicting the next'
-        in REPORT["comparison"]
-    )
+    for report in ("comparison", "results"):  # the plain results table names the unit too
+        assert (
+            'gpt_tiny: one "image" is one sequence of 16 tokens, each position predicting the next'
+            in REPORT[report]
+        )
+    header = next(line for line in REPORT["results"].splitlines() if line.startswith("run "))
+    assert "images/s  tokens/s" in header
+    line = next(line for line in REPORT["results"].splitlines() if "gpt_tiny" in line)
+    at = header.index("tokens/s")  # an aligned table: the cell starts under its header
+    assert line[at : at + 8].strip()[:1].isdigit(), line

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from orchestrator.config import samples
 from orchestrator.config.checks import config_from_stored
+from orchestrator.config.run_config import RECURRENT_MODELS, TOKEN_MODELS
 from orchestrator.config.values import cut, format_size
 from orchestrator.errors import BenchError, DatabaseError
 from orchestrator.report import calibration, device_memory, kernels, timeline
@@ -104,6 +105,29 @@ RESULT_COLUMNS = [
 ]
 
 
+def token_unit_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """What one "image" is for each token model among the rows: a sequence of so many tokens, and
+    the language models' tokens/s (a sequence_length axis gives several lengths)."""
+    notes = []
+    for model in sorted({r["model"] for r in rows if r["model"] in TOKEN_MODELS}):
+        lengths = sorted(
+            {models.tokens_per_sample(model, r.get("sequence_length")) for r in rows if r["model"] == model}
+        )
+        tokens = " or ".join(str(n) for n in lengths)
+        if model in RECURRENT_MODELS:
+            notes.append(
+                f'{model}: one "image" is one sequence of {tokens} tokens (images/s are '
+                "sequences/s, ms/image ms per sequence)"
+            )
+        else:
+            notes.append(
+                f'{model}: one "image" is one sequence of {tokens} tokens, each position predicting the '
+                "next (images/s are sequences/s, ms/image ms per sequence; tokens/s = sequences/s x "
+                "tokens: the tokens/s column, bench inspect)"
+            )
+    return notes
+
+
 def _what(row: dict[str, Any]) -> str:
     return "features" if row.get("features") else "logits"
 
@@ -146,8 +170,21 @@ RESULT_KEYS = {c.key for c in RESULT_COLUMNS} - {"relative_spread"} | {
     "timed_steps",
     "timed_seconds",
     "samples_note",
+    "tokens_per_second",
+    "sequence_length",
     *DISTURBANCE_KEYS,
 }
+TOKENS_COLUMN = Column("tokens/s", "tokens_per_second", lambda r: number(r.get("tokens_per_second"), 4))
+
+
+def _with_tokens(columns: list[Column], rows: list[dict[str, Any]]) -> list[Column]:
+    """The columns, with tokens/s after images/s where a language model is among the rows."""
+    if not any(r.get("tokens_per_second") is not None for r in rows):
+        return columns
+    at = next(i for i, c in enumerate(columns) if c.key == "images_per_second") + 1
+    return [*columns[:at], TOKENS_COLUMN, *columns[at:]]
+
+
 # CSV has no marks: the disturbance is two fields of its own (JSON carries every column anyway).
 CSV_EXTRA = [
     Column("disturbed", "disturbed"),
@@ -213,10 +250,11 @@ def results(
     training = [r for r in rows if r.get("task") != "inference"] if not crashes else rows
     if fmt in ("csv", "json") or not inference:
         columns = CRASH_COLUMNS if crashes else (MIXED_COLUMNS if inference else RESULT_COLUMNS)
+        columns = columns if crashes else _with_tokens(columns, rows)
         columns = columns + CSV_EXTRA if fmt == "csv" and not crashes else columns
         body = render(rows, columns, fmt, document={"sweep": sweep, "runs": rows})
     else:  # table and markdown: inference rows in a table of their own, with their units
-        parts = [render(training, RESULT_COLUMNS, fmt)] if training else []
+        parts = [render(training, _with_tokens(RESULT_COLUMNS, training), fmt)] if training else []
         parts += ["inference (evaluation mode, no gradients):", render(inference, INFERENCE_COLUMNS, fmt)]
         body = "\n".join(parts)
     if fmt != "table":
@@ -233,6 +271,7 @@ def results(
     note += "".join(f"\n{n}" for n in samples.mark_notes(rows)) if not crashes else ""
     if not crashes:
         note += "".join(f"\n{n}" for n in disturbed_note(r for r in rows if r["outcome"] == "ok"))
+        note += "".join(f"\n{n}" for n in token_unit_notes(rows))
         note += "".join(f"\n{n}" for n in calibration.notes(db, [sweep["id"]]))
     return f"{head}\n{body}\n{len(rows)} configurations: {summary}{note}"
 
