@@ -239,3 +239,22 @@ def test_a_calibration_beside_other_load_is_said_and_left_out(tmp_path, monkeypa
     db = _calibrated(tmp_path, monkeypatch, [[FAST, FAST]])
     dbs.execute(db, "UPDATE calibrations SET python_mops = 9, other_cpu_percent = 48 WHERE at = 'end'")
     assert "calibration, sweep 1 (1 taken, one thread): python 18.0 Mops/s" in _report(db)
+
+
+def test_a_stop_during_the_first_calibration_ends_the_sweep_interrupted(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, which bench turns into the same) while the start calibration runs: no
+    run, no calibration row, the sweep `interrupted` and exit 130, as a stop during a run."""
+    from orchestrator.sweep import session
+
+    def stopped(timeout: float = 60.0) -> dict:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(session.calibration, "take", stopped)
+    monkeypatch.setenv("BENCH_CALIBRATE", "1")
+    (tmp_path / "m.yaml").write_text(textwrap.dedent(MATRIX).lstrip())
+    db = str(tmp_path / "r.db")
+    result = CliRunner().invoke(bench_cli, ["run", "--matrix", str(tmp_path / "m.yaml"), "--db", db])
+    assert result.exit_code == 130, result.output
+    assert "calibration at the start: stopped (Ctrl-C)" in result.output
+    assert dbs.query(db, "SELECT status FROM sweeps") == [{"status": "interrupted"}]
+    assert dbs.query(db, "SELECT * FROM runs") == [] and dbs.query(db, "SELECT * FROM calibrations") == []

@@ -12,12 +12,12 @@ non-negative integer is no figure, and the source text is shown only through saf
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
 
+from orchestrator.report.fairness import json_object
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import mib
 from orchestrator.text.terminal import safe_line
@@ -34,19 +34,9 @@ MISSED_NOTE = (
 )
 
 
-def _extra(text: Any) -> dict[str, Any]:
-    if isinstance(text, dict):
-        return text
-    try:
-        value = json.loads(text) if isinstance(text, str | bytes) and text else None
-    except (ValueError, RecursionError):  # a row any program wrote
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def framework_peak(extra: Any) -> dict[str, Any] | None:
     """{"bytes", "what", "source"} from an environment row's `extra`, or None where it holds none."""
-    memory = _extra(extra).get("device_memory")
+    memory = (extra if isinstance(extra, dict) else json_object(extra)).get("device_memory")
     if not isinstance(memory, dict):
         return None
     for key, what in PEAK_KEYS:

@@ -52,16 +52,17 @@ def facts(db: Database, run_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
             e.c.run_id.in_(ids[start : start + 500])
         )
         for row in db.rows(query):
-            extra = _json(row["extra"])
+            extra = json_object(row["extra"])
             out[row["run_id"]] = {
-                "threads": _json(row["threads_applied"]),
+                "threads": json_object(row["threads_applied"]),
                 "settings": extra.get("settings") if isinstance(extra.get("settings"), dict) else {},
                 "cpu_count": row["cpu_count"],
             }
     return out
 
 
-def _json(text: Any) -> dict[str, Any]:
+def json_object(text: Any) -> dict[str, Any]:
+    """A stored JSON object's dict; {} for anything else (a row any program wrote)."""
     try:
         value = json.loads(text) if text else None
     except (TypeError, ValueError, RecursionError):  # a row any program wrote

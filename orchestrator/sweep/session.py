@@ -22,6 +22,7 @@ from orchestrator.executors.base import Executor
 from orchestrator.executors.local import LocalExecutor
 from orchestrator.launch import calibration
 from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME
+from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
 from orchestrator.storage.db import Database
 from orchestrator.sweep import recording
 from orchestrator.sweep.eta import History
@@ -125,8 +126,9 @@ def run_sweep(
         # On this machine only: a Ray sweep's runs ran on other nodes, which a calibration here
         # says nothing of.
         calibrate = plan.calibrate and bool(todo) and runner.name == "local"
-        if calibrate:
-            _calibrate(db, sweep_id, "start", say)
+        if calibrate and not _calibrate(db, sweep_id, "start", say):
+            recording.end_sweep(db, sweep_id, "interrupted")  # nothing ran: nothing else to record
+            return SweepResult(sweep_id, interrupted=True, skipped=len(plan.configs) - len(todo))
         progress = Progress(len(todo), follow=plan.follow, plan=todo, history=history)
         result = run_configs(
             db,
@@ -149,14 +151,21 @@ def run_sweep(
     return result
 
 
-def _calibrate(db: Database, sweep_id: int, at: str, say: Callable[[str], None]) -> None:
-    """Take the calibration (profiler/calibration.py, about a second), record it, say it."""
-    figures = calibration.take()
+def _calibrate(db: Database, sweep_id: int, at: str, say: Callable[[str], None]) -> bool:
+    """Take the calibration (profiler/calibration.py, about a second), record it, say it; False
+    where a stop signal (Ctrl-C, SIGTERM, ...) came meanwhile: nothing is recorded then."""
+    try:
+        with stop_signals_interrupt():
+            figures = calibration.take()
+    except KeyboardInterrupt as exc:
+        say(f"calibration at the {at}: stopped ({interrupt_name(exc)})")
+        return False
     recording.store_calibration(db, sweep_id, at, figures)
     if "error" in figures:
         say(f"calibration at the {at}: none ({figures['error']})")
     else:
         say(f"calibration at the {at}: {calibration.describe(figures)}")
+    return True
 
 
 def _open(db: Database, plan: Plan, say: Callable[[str], None]) -> int:
