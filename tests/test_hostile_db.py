@@ -538,5 +538,5 @@ def test_fairness_facts_of_a_deeply_nested_environment_are_none(recorded):
     """The recorded environment is read for the footnotes: JSON too deep for the parser is no fact."""
     from orchestrator.report import fairness
 
-    assert fairness._json("[" * 100_000) == {}
-    assert fairness._json('{"a": 1}') == {"a": 1}
+    assert fairness.json_object("[" * 100_000) == {}
+    assert fairness.json_object('{"a": 1}') == {"a": 1}
