@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import shutil
@@ -32,6 +33,7 @@ def test_every_matrix_file_is_tested():
         "modes",
         "modes-quick",
         "transformers",
+        "transformers-sgd",
         "scaling",
     }
 
@@ -51,6 +53,7 @@ def test_every_matrix_file_is_tested():
         "modes",
         "modes-quick",
         "transformers",
+        "transformers-sgd",
         "scaling",
     ],
 )
@@ -140,6 +143,17 @@ def test_the_transformers_matrix():
     assert {c.sequence_length for c in configs if c.model == "gpt2_small"} == {256}
     assert {c.sequence_length for c in configs if c.model != "gpt2_small"} == {None}
     assert {(c.image_size, c.batch_size) for c in configs} == {(224, 32)}
+
+
+def test_the_transformers_sgd_matrix_is_transformers_with_sgd():
+    """The SGD variant (so that Singa, whose autograd optimizer is SGD alone, appears) differs from
+    transformers.yaml in the optimizer and nothing else: the same runs, in the same order."""
+    adam = load_matrix(MATRICES / "transformers.yaml").configs
+    sgd = load_matrix(MATRICES / "transformers-sgd.yaml").configs
+    assert {(c.optimizer, c.lr, c.momentum) for c in adam} == {("adam", 0.0001, 0.9)}
+    assert {(c.optimizer, c.lr, c.momentum) for c in sgd} == {("sgd", 0.01, 0.9)}
+    unchanged = {"optimizer": "adam", "lr": 0.0001}
+    assert [dataclasses.replace(c, **unchanged) for c in sgd] == list(adam)
 
 
 def test_the_scaling_matrix_sets_two_replicas_beside_one():
