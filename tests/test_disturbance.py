@@ -110,9 +110,17 @@ def test_the_compile_figure_is_flagged_where_the_warmups_load_may_account_for_it
     # Quiet (2 %, the top of this machine's quiet figures) over the same warm-up: 2.4 s, under the slack.
     quiet = check(warmup(2.0, 120.0), 0.0)
     assert quiet["compile_disturbed"] == 0 and quiet["compile_load_seconds"] == pytest.approx(2.4, abs=0.01)
-    # The same 2.4 s against a 60 s compile is within a quarter of it; against 1 s of a 300 s warm-up, not.
+    # The same 2.4 s against a 60 s compile is within a quarter of it.
     assert check(warmup(2.0, 120.0), 60.0)["compile_disturbed"] == 0
-    assert check(warmup(2.0, 300.0), 1.0)["compile_disturbed"] == 1
+    # Load only lengthens a warm-up: it cannot account for more than the figure. Paddle's GPT-2
+    # (docs/performance.md): 1.8 % over a 630 s warm-up bounds at 11.3 s, but its figure is 0 s, and
+    # a figure of 1 s or 5 s is within the slack whatever the load; 8 s of a 20 s figure is not.
+    paddle = check(warmup(1.8, 630.0), 0.0)
+    assert paddle["compile_disturbed"] == 0
+    assert paddle["compile_load_seconds"] == pytest.approx(11.34, abs=0.01)
+    assert check(warmup(2.0, 300.0), 1.0)["compile_disturbed"] == 0
+    assert check(warmup(14.0, 300.0), 5.0)["compile_disturbed"] == 0
+    assert check(warmup(4.0, 200.0), 20.0)["compile_disturbed"] == 1
     # Past the epochs' limits, flagged whatever the bound; steal counts as load.
     assert check(warmup(disturbance.OTHER_LIMIT + 1, 1.0), 100.0)["compile_disturbed"] == 1
     assert check(warmup(0.0, 1.0, steal=disturbance.STEAL_LIMIT + 1), 100.0)["compile_disturbed"] == 1
