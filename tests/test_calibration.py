@@ -258,3 +258,119 @@ def test_a_stop_during_the_first_calibration_ends_the_sweep_interrupted(tmp_path
     assert "calibration at the start: stopped (Ctrl-C)" in result.output
     assert dbs.query(db, "SELECT status FROM sweeps") == [{"status": "interrupted"}]
     assert dbs.query(db, "SELECT * FROM runs") == [] and dbs.query(db, "SELECT * FROM calibrations") == []
+
+
+# --- bench calibrate: the check before resuming a sweep, or before setting a new one beside it ---
+
+
+def _calibrate(tmp_path: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(bench_cli, ["calibrate", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_bench_calibrate_takes_real_calibrations_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, output = _calibrate(tmp_path, "--count", "2")
+    assert code == 0, output
+    lines = output.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "calibration 1/2",
+        "calibration 2/2",
+        "nothing to compare with",
+    ]
+    assert "Mops/s" in lines[0] and "GFLOP/s" in lines[1] and "bench.db" in lines[2]
+    assert list(tmp_path.iterdir()) == []  # no database made
+
+
+def _figures(*values: tuple[float, float, float], other: float = 0.0):
+    """A stand-in for calibration.take: the figures given, one per call (bench calibrate's wiring;
+    the real process is the test above's)."""
+    queue = [
+        {"python_mops": p, "matmul_gflops": m, "memory_gbps": b, "seconds": 1.0, "other_cpu_percent": other}
+        for p, m, b in values
+    ]
+
+    def take(timeout: float = 60.0) -> dict:
+        return queue.pop(0)
+
+    return take
+
+
+def test_bench_calibrate_says_whether_the_machine_runs_at_a_recorded_sweeps_speed(tmp_path, monkeypatch):
+    from orchestrator.cli import calibrate
+
+    db = _calibrated(tmp_path, monkeypatch, [[SLOW, SLOW], [FAST, FAST]])
+    before = Path(db).read_bytes()
+    monkeypatch.setattr(calibrate.take_calibration, "take", _figures(FAST, (17.0, 71.0, 18.5), FAST))
+    code, output = _calibrate(tmp_path, "--db", db)
+    assert code == 0, output
+    assert output.strip().splitlines()[-1] == (
+        "now against sweep 2 (2 taken), calibration speed ×1.00 (python ×1.00, matmul ×1.00, memory ×1.00): "
+        "the same speed"
+    )  # the last calibrated sweep, against the median of the three taken now
+    monkeypatch.setattr(calibrate.take_calibration, "take", _figures(FAST))
+    code, output = _calibrate(tmp_path, "--db", db, "--sweep", "1", "--count", "1")
+    assert code == 0, output
+    assert (
+        output.strip()
+        .splitlines()[-1]
+        .startswith(
+            "! now against sweep 1 (2 taken), calibration speed ×2.00 (python ×2.00, matmul ×2.00, "
+            "memory ×2.00): the machine ran at another speed"
+        )
+    )
+    assert Path(db).read_bytes() == before  # nothing written
+
+
+def test_bench_calibrate_leaves_out_a_busy_or_failed_calibration_and_says_when_none_is_left(
+    tmp_path, monkeypatch
+):
+    from orchestrator.cli import calibrate
+
+    db = _calibrated(tmp_path, monkeypatch, [[FAST]])
+    busy = _figures(SLOW, SLOW, other=48.0)
+    monkeypatch.setattr(calibrate.take_calibration, "take", busy)
+    code, output = _calibrate(tmp_path, "--db", db, "--count", "2")
+    assert code == 1 and "Traceback" not in output
+    assert output.count("beside other load (48% of the CPUs)") == 2
+    assert output.strip().splitlines()[-1] == (
+        "error: no calibration of the 2 taken is usable (each had an error or ran beside other load): "
+        "no verdict"
+    )
+    failed = iter(
+        [
+            {"error": "it took longer than 60 s\x1b[2J"},
+            {"python_mops": 18.0, "matmul_gflops": 70.0, "memory_gbps": 18.0},
+        ]
+    )
+    monkeypatch.setattr(calibrate.take_calibration, "take", lambda timeout=60.0: next(failed))
+    code, output = _calibrate(tmp_path, "--db", db, "--count", "2")
+    assert code == 0 and "\x1b" not in output
+    assert "calibration 1/2: error: it took longer than 60 s" in output
+    assert output.strip().splitlines()[-1].endswith("the same speed")
+
+
+def test_bench_calibrate_against_a_sweep_without_calibrations_or_a_missing_database_is_one_line(
+    tmp_path, monkeypatch
+):
+    from orchestrator.cli import calibrate
+
+    db = _calibrated(tmp_path, monkeypatch, [[FAST], []])
+    for args, message in [
+        (["--db", db, "--sweep", "2"], f"error: {db}: sweep 2 has a usable calibration"),
+        (["--db", db, "--sweep", "9"], f"error: {db}: sweep 9 has a usable calibration"),
+        (["--db", str(tmp_path / "none.db"), "--sweep", "1"], "error: no database at"),
+        (["--db", db, "--sweep", "x\x1b"], "error: "),
+    ]:
+        monkeypatch.setattr(calibrate.take_calibration, "take", _figures(FAST))
+        code, output = _calibrate(tmp_path, "--count", "1", *args)
+        assert code == 1 and "Traceback" not in output and "\x1b" not in output, output
+        assert output.strip().splitlines()[-1].startswith(message), output
+    dbs.execute(db, "DELETE FROM calibrations")
+    monkeypatch.setattr(calibrate.take_calibration, "take", _figures(FAST))
+    code, output = _calibrate(tmp_path, "--count", "1", "--db", db)
+    assert (
+        code == 1
+        and output.strip().splitlines()[-1]
+        == f"error: {db}: no sweep has a usable calibration (bench run takes one unless --no-calibrate)"
+    )

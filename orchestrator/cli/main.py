@@ -10,6 +10,7 @@ import logging
 
 import click
 
+from orchestrator.cli.calibrate import calibrate
 from orchestrator.cli.env import env, models_command
 from orchestrator.cli.options import BenchGroup
 from orchestrator.cli.report import inspect, report, timeline
@@ -37,7 +38,7 @@ def cli(debug: bool) -> None:
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
-for command in (run, rerun, report, inspect, timeline, train, env, models_command):
+for command in (run, rerun, report, inspect, timeline, train, env, models_command, calibrate):
     cli.add_command(command)
 
 

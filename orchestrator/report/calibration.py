@@ -74,6 +74,26 @@ def _within(sweep_id: int, taken: list[dict[str, float]]) -> str:
     return f"{line}: steady (speed within {TOLERANCE * 100:.0f} %)"
 
 
+def medians(taken: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over calibrations."""
+    return {k: statistics.median(t[k] for t in taken) for k, _ in FIGURES}
+
+
+def against(what: str, taken: dict[str, float], base: dict[str, float]) -> str:
+    """The verdict on figures ``taken`` against ``base``'s, one line: ``what`` says which against
+    which ("sweep 2 against sweep 1"); it starts with "! " where the speed is another."""
+    speed = _speed(taken, base)
+    text = (
+        f"speed ×{speed:.2f} (" + ", ".join(f"{SHORT[k]} ×{taken[k] / base[k]:.2f}" for k, _ in FIGURES) + ")"
+    )
+    if _apart([speed, 1.0]) > TOLERANCE:
+        return (
+            f"! {what}, calibration {text}: the machine ran at another speed; do not set their "
+            "figures side by side (docs/profiler.md, Calibration)"
+        )
+    return f"{what}, calibration {text}: the same speed"
+
+
 def notes(db: Database, sweep_ids: Sequence[int]) -> list[str]:
     """One line a calibrated sweep, and for several, whether they ran at the same speed."""
     ids = list(dict.fromkeys(sweep_ids))
@@ -83,20 +103,14 @@ def notes(db: Database, sweep_ids: Sequence[int]) -> list[str]:
     if len(calibrated) < 2:
         return lines
     first = calibrated[0]
-    base = {k: statistics.median(t[k] for t in taken[first]) for k, _ in FIGURES}
+    base = medians(taken[first])
     for other in calibrated[1:]:
-        medians = {k: statistics.median(t[k] for t in taken[other]) for k, _ in FIGURES}
-        speed = _speed(medians, base)
-        text = (
-            f"speed ×{speed:.2f} ("
-            + ", ".join(f"{SHORT[k]} ×{medians[k] / base[k]:.2f}" for k, _ in FIGURES)
-            + ")"
-        )
-        if _apart([speed, 1.0]) > TOLERANCE:
-            lines.append(
-                f"! sweep {other} against sweep {first}, calibration {text}: the machine ran at another "
-                "speed; do not set their figures side by side (docs/profiler.md, Calibration)"
-            )
-        else:
-            lines.append(f"sweep {other} against sweep {first}, calibration {text}: the same speed")
+        lines.append(against(f"sweep {other} against sweep {first}", medians(taken[other]), base))
     return lines
+
+
+def calibrated_sweeps(db: Database) -> list[int]:
+    """The ids of the sweeps with at least one calibration row, in order."""
+    table = db.calibrations
+    query = sa.select(table.c.sweep_id).distinct().order_by(table.c.sweep_id)
+    return [row["sweep_id"] for row in db.rows(query)]

@@ -51,7 +51,8 @@ def _statements(text: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-def _sqlite_path(url: str) -> Path | None:
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (normalised: normalise_url); None for another database or memory."""
     parsed = sa.engine.make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return None
@@ -100,7 +101,7 @@ class Database:
         except sa.exc.ArgumentError as exc:
             raise DatabaseError(f"--db {hide_passwords(url)}: not a database URL ({exc})") from None
         self.backend = parsed.get_backend_name()
-        path = _sqlite_path(self.url)
+        path = sqlite_path(self.url)
         # What messages name the database by: its file, or its URL without the password.
         self.where = str(path) if path is not None else self.public_url
         if self.backend == "sqlite":

@@ -37,7 +37,7 @@ from orchestrator.launch import capture, orphans, outcomes
 from orchestrator.launch.execute import gather
 from orchestrator.launch.run_record import now
 from orchestrator.launch.sidecar import SAMPLES_FILE
-from orchestrator.storage.db import Database, _sqlite_path
+from orchestrator.storage.db import Database, sqlite_path
 from orchestrator.sweep import recording
 from profiler import timeline as timelines
 
@@ -72,7 +72,7 @@ def state_dir() -> Path | None:
 
 def db_key(db: Database) -> str:
     """The database as the files name it: its URL without password, a SQLite file's path absolute."""
-    path = _sqlite_path(db.url) if db.backend == "sqlite" else None
+    path = sqlite_path(db.url) if db.backend == "sqlite" else None
     return f"sqlite:///{path.resolve()}" if path is not None else db.public_url
 
 
