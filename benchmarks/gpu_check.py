@@ -16,6 +16,7 @@ with their figures (benchmarks/gpu_check_report.py):
     modes     PyTorch's modes and precisions (eager, graph, compiled; fp32, tf32, bf16, fp16) and
               JAX's where it has CUDA (benchmarks/gpu_check_modes.py)
     attention ViT-B/16 and GPT-2 small in fp32 and bf16, traced once: fused attention kernels
+    transformers  matrices/transformers.yaml's cuda rows in PyTorch (and JAX where it has CUDA)
 
 Exit status: 0 every check passed (NOTEs allowed), 1 some check failed, 2 it could not start
 (bench's dependencies missing and no wheel folder to install them from, no interpreter),
@@ -36,7 +37,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_FAILED, EXIT_SETUP, EXIT_NO_CUDA = 1, 2, 3
-PHASES = ("matrix", "oom", "kernels", "overhead", "modes", "attention")
+PHASES = ("matrix", "oom", "kernels", "overhead", "modes", "attention", "transformers")
 # What the orchestrator imports, by module, and the distribution that provides it.
 NEEDED = {
     "sqlalchemy": "SQLAlchemy",

@@ -137,7 +137,7 @@ def run_all(
     import gpu_check_modes as modes
 
     jax = None
-    if "modes" in args.phases:
+    if "modes" in args.phases or "transformers" in args.phases:
         jax = modes.register_jax(getattr(args, "jax_python", None), Path(cuda["python"]), env, log)
     matrices = {
         "matrix": matrix_phase,
@@ -145,6 +145,7 @@ def run_all(
         "kernels": kernels_phase,
         "modes": lambda: modes.modes_phase(jax is not None),
         "attention": modes.attention_phase,
+        "transformers": lambda: modes.transformers_phase(jax is not None),
     }
     started = time.monotonic()
     timings: dict[str, float] = {}

@@ -46,7 +46,9 @@ def test_a_missing_interpreter_or_phase_is_a_one_line_setup_error(tmp_path):
     assert done.returncode == 2
     assert done.stdout == f"gpu_check: no PyTorch interpreter at {tmp_path / 'no-python'}\n"
     done = gpu_check("--out", str(out), "--phases", "matrix,speed")
-    phases_named = "--phases: speed is not one of matrix, oom, kernels, overhead, modes, attention"
+    phases_named = (
+        "--phases: speed is not one of matrix, oom, kernels, overhead, modes, attention, transformers"
+    )
     assert done.returncode == 2 and phases_named in done.stderr
 
 
@@ -121,6 +123,19 @@ def test_the_modes_and_attention_phases_are_valid_matrices(tmp_path):
         ("gpt2_small", None, "kernels"),
     }
     assert {c.sequence_length for c in attention if c.model == "gpt2_small"} == {1024}
+
+
+def test_the_transformers_phase_is_the_shipped_matrix_cuda_half(tmp_path):
+    """The shipped matrix's own settings on cuda, in the frameworks the GPU machine has."""
+    from orchestrator.config.matrix import load_matrix
+
+    shipped = load_matrix(REPO / "matrices" / "transformers.yaml").configs
+    for jax, frameworks in ((True, {"pytorch", "jax"}), (False, {"pytorch"})):
+        path = phases.write_matrix(tmp_path / f"t{jax}.yaml", modes.transformers_phase(jax))
+        configs = load_matrix(path).configs
+        want = [c for c in shipped if c.device == "cuda" and c.framework in frameworks]
+        assert len(configs) == len(want) == 6 * len(frameworks)
+        assert {c.config_hash for c in configs} == {c.config_hash for c in want}
 
 
 def _row(**over):
@@ -223,3 +238,20 @@ def test_a_report_is_written_after_each_phase_and_phases_to_come_are_not_failure
         "harness overhead against the bare loop (resnet50, 224 px, batch 64)"
     ] == "FAIL"
     assert out.read_text().startswith("# bench GPU check\n")
+
+
+def test_an_unsupported_traced_row_is_a_note_and_a_crash_a_failure(tmp_path):
+    """The transformers phase's JAX rows without a GPU tracer end unsupported with the reason: the
+    check says so (NOTE) and lists the reason; a crashed row fails it."""
+    ok = _row(id=1, model="vit_b16", trace=None, tokens_per_second=None)
+    unsupported = _row(
+        id=2, framework="jax", model="vit_b16", trace="kernels", outcome="unsupported", tokens_per_second=None
+    )
+    unsupported["reason"] = "trace: kernels on cuda needs CUPTI\n\x1b[31m"
+    check = modes.check_attention(tmp_path / "none.db", [ok, unsupported], "t", "transformers")
+    assert check.status == "NOTE" and "runs [2] unsupported" in check.summary
+    assert "(trace: kernels on cuda needs CUPTI " in check.details[1] and "\x1b" not in check.details[1]
+    crashed = _row(id=3, model="gpt2_small", trace=None, outcome="crashed", tokens_per_second=None)
+    check = modes.check_attention(tmp_path / "none.db", [ok, unsupported, crashed], "t", "transformers")
+    assert check.status == "FAIL" and "[3]" in check.summary
+    assert modes.check_attention(tmp_path / "none.db", [], "t", "transformers").status == "NOTE"
