@@ -150,7 +150,7 @@ def check_attention(
 ) -> report.Check:
     if not runs:
         return report.not_run(name, phase)
-    lines, failed, unsupported = [], [], []
+    lines, failed, unsupported, unclassified = [], [], [], []
     for r in runs:
         line = (
             f"- run {r['id']} {r['framework']} {r['model']} {r.get('precision') or 'fp32'}: {r['outcome']}, "
@@ -163,8 +163,11 @@ def check_attention(
         elif r["outcome"] != "ok":
             failed.append(r["id"])
         elif r.get("trace") == "kernels":
-            shares, _ = report.kernel_classes(db, r["id"])
+            shares, other = report.kernel_classes(db, r["id"])
             line += "; " + ", ".join(f"{c} {s:.1%}" for c, s in sorted(shares.items(), key=lambda x: -x[1]))
+            if other:  # each needs a rule in profiler/kernels.py and a test pinned on it
+                unclassified.append(r["id"])
+                line += "; unclassified: " + ", ".join(safe_line(n[:100]) for n in other[:10])
             # PyTorch's attention is scaled_dot_product_attention: on cuda a flash or
             # memory-efficient kernel. Other frameworks' attention may be plain matrix products.
             fused = r["framework"] == "pytorch" and r["model"] in ATTENTION_MODELS
@@ -174,12 +177,14 @@ def check_attention(
         lines.append(line)
     if failed:
         return report.Check(name, "FAIL", f"runs {failed} failed or showed no fused attention kernel", lines)
-    if unsupported:
+    if unsupported or unclassified:
+        said = [f"runs {unsupported} unsupported, with the reason"] if unsupported else []
+        said += [f"runs {unclassified} have kernel names no rule classifies"] if unclassified else []
         return report.Check(
             name,
             "NOTE",
             f"{len(runs) - len(unsupported)} runs ok (PyTorch's traced attention ran fused kernels); "
-            f"runs {unsupported} unsupported, with the reason",
+            + "; ".join(said),
             lines,
         )
     return report.Check(

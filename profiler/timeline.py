@@ -194,7 +194,12 @@ def compile_disturbance(timeline: Timeline, compile_seconds: float | None) -> di
     """Whether the run's compile figure is trustworthy: other load over its warm-up
     (profiler/disturbance.py, compile_summary)."""
     warmup = [s for s in timeline.samples if s.get("phase") == WARMUP_PHASE and not s.get("final")]
-    return disturbance.compile_summary(warmup, compile_seconds)
+    steady = [s for s in timeline.samples if s.get("phase") == STEADY_PHASE and not s.get("final")]
+    epochs = disturbance.summary(steady)  # what the steady step was timed beside
+    baseline = None
+    if epochs["other_cpu_percent_mean"] is not None:
+        baseline = epochs["other_cpu_percent_mean"] + (epochs["steal_percent_mean"] or 0.0)
+    return disturbance.compile_summary(warmup, compile_seconds, baseline)
 
 
 def phases(timeline: Timeline, cpus_allowed: int) -> list[dict[str, Any]]:

@@ -121,6 +121,16 @@ def test_the_compile_figure_is_flagged_where_the_warmups_load_may_account_for_it
     assert check(warmup(2.0, 300.0), 1.0)["compile_disturbed"] == 0
     assert check(warmup(14.0, 300.0), 5.0)["compile_disturbed"] == 0
     assert check(warmup(4.0, 200.0), 20.0)["compile_disturbed"] == 1
+    # Only load beyond the timed epochs' own counts: the steady step subtracted was timed beside it.
+    # JAX's traced GPT-2: about 1.9 % (other and steal) through a 490 s warm-up and its epochs alike.
+    steady = check(warmup(1.93, 490.0), 28.0, 1.91)
+    assert steady["compile_disturbed"] == 0 and steady["compile_load_seconds"] == pytest.approx(0.1, abs=0.01)
+    assert check(warmup(1.93, 490.0), 28.0)["compile_disturbed"] == 1  # epochs' load unknown: all of it
+    # A busier warm-up than its epochs is judged on the difference; a quieter one adds nothing.
+    busier = check(warmup(10.7, 120.0), 20.2, 0.5)
+    assert busier["compile_disturbed"] == 1
+    assert busier["compile_load_seconds"] == pytest.approx(12.24, abs=0.01)
+    assert check(warmup(1.0, 120.0), 20.2, 5.0)["compile_load_seconds"] == 0.0
     # Past the epochs' limits, flagged whatever the bound; steal counts as load.
     assert check(warmup(disturbance.OTHER_LIMIT + 1, 1.0), 100.0)["compile_disturbed"] == 1
     assert check(warmup(0.0, 1.0, steal=disturbance.STEAL_LIMIT + 1), 100.0)["compile_disturbed"] == 1
@@ -301,7 +311,9 @@ def test_every_report_marks_the_disturbed_run(sweeps, tmp_path):
     [record] = json.loads(bench(db, "report", "--table", "modes", "--sweep", "2", "--format", "json").output)[
         "rows"
     ]
-    assert record["compile_disturbed"] == 1 and record["compile_load_seconds"] > 0
+    # Flagged by the loop's share, past the epochs' limit; the bound is only the load beyond the
+    # epochs' own, which a loop running through both may leave at nothing.
+    assert record["compile_disturbed"] == 1 and record["compile_load_seconds"] >= 0
 
 
 def test_compare_refuses_a_verdict_on_the_disturbed_pair_and_says_what_to_do(sweeps):

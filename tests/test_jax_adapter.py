@@ -381,6 +381,67 @@ def sweep(jax_python, tmp_path_factory):
     return rows
 
 
+XSPACE_GPU = """
+planes {
+  id: 1
+  name: "/device:GPU:0"
+  lines {
+    id: 7
+    name: "Stream #7(Kernel,MemcpyD2D)"
+    timestamp_ns: 1000
+    events { metadata_id: 1 offset_ps: 0 duration_ps: 2000000
+             stats { metadata_id: 1 ref_value: 5 }
+             stats { metadata_id: 2 ref_value: 6 } }
+    events { metadata_id: 2 offset_ps: 3000000 duration_ps: 9000000
+             stats { metadata_id: 1 str_value: "regs:168" }
+             stats { metadata_id: 2 str_value: "custom-call.2" } }
+    events { metadata_id: 3 offset_ps: 13000000 duration_ps: 500000
+             stats { metadata_id: 3 str_value: "size:4096" } }
+  }
+  lines { id: 99 name: "CUPTI overhead" events { metadata_id: 4 offset_ps: 0 duration_ps: 900000 } }
+  event_metadata { key: 1 value { id: 1 name: "loop_add_fusion_3" } }
+  event_metadata { key: 2 value { id: 2 name: "nvjet_tst_128x64_64x4_1x2_h_bz_NNT" } }
+  event_metadata { key: 3 value { id: 3 name: "MemcpyD2D" } }
+  event_metadata { key: 4 value { id: 4 name: "Overhead" } }
+  stat_metadata { key: 1 value { id: 1 name: "kernel_details" } }
+  stat_metadata { key: 2 value { id: 2 name: "hlo_op" } }
+  stat_metadata { key: 3 value { id: 3 name: "memcpy_details" } }
+  stat_metadata { key: 5 value { id: 5 name: "regs:32 grid:80,1,1" } }
+  stat_metadata { key: 6 value { id: 6 name: "loop_add_fusion.3" } }
+}
+planes { id: 2 name: "/host:CPU" }
+"""
+
+
+def test_the_cuda_tracer_reads_an_xspace_through_jaxs_own_reader(tmp_path):
+    """The device planes of an XSpace in XLA's CUPTI collector's layout, read by jax.profiler's
+    ProfileData (the reader a GPU run uses): the names, device times and kinds bench keeps. The
+    collector stores a kernel's details and its HLO instruction as references to stat metadata
+    (ref_value), as the first event here does."""
+    code = (
+        "import json, sys\n"
+        "from jax.profiler import ProfileData\n"
+        "from workers.adapters.jax import trace\n"
+        "space = ProfileData.from_text_proto(sys.stdin.read())\n"
+        "print(json.dumps(list(trace.device_events(space.planes))))\n"
+    )
+    proc = subprocess.run(
+        [str(framework_python("jax")), "-c", code],
+        cwd=REPO,
+        input=XSPACE_GPU,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout) == [
+        ["loop_add_fusion", 2e-06],
+        ["nvjet_tst_128x64_64x4_1x2_h_bz_NNT", 9e-06],
+        ["MemcpyD2D", 5e-07],
+    ]
+
+
 def test_module_imports_without_jax():
     code = (
         "import sys, workers.adapters.jax as j, workers.adapters.jax.trace; "

@@ -208,3 +208,70 @@ def test_jax_tracer_counts_self_time_of_nested_thunks():
         ("xor.1", 20),
         ("copy.1", 5),
     ]
+
+
+def _planes(*planes):
+    """Stand-ins for jax.profiler.ProfileData's planes: (name, [(line name, [(event, dur ns, stats)])])."""
+    from types import SimpleNamespace as NS
+
+    return [
+        NS(
+            name=name,
+            lines=[
+                NS(name=line, events=[NS(name=e, duration_ns=d, stats=list(s.items())) for e, d, s in events])
+                for line, events in lines
+            ],
+        )
+        for name, lines in planes
+    ]
+
+
+def test_jax_cuda_tracer_reads_kernels_copies_and_memsets_off_the_gpu_streams():
+    """XLA's CUPTI collector's layout: a /device:GPU:N plane, one `Stream #N(...)` line a stream;
+    its own kernels named after their HLO instruction, the libraries' by their own name."""
+    from workers.adapters.jax import trace as jax_trace
+
+    kernel = {"kernel_details": "regs:32 grid:80,1,1"}
+    planes = _planes(
+        (
+            "/device:GPU:0",
+            [
+                (
+                    "Stream #7(Kernel,MemcpyD2D)",
+                    [
+                        ("loop_add_fusion_3", 2000, {**kernel, "hlo_op": "loop_add_fusion.3"}),
+                        ("nvjet_tst_128x64_64x4_1x2_h_bz_NNT", 9000, {**kernel, "hlo_op": "custom-call.2"}),
+                        ("MemcpyD2D", 500, {"memcpy_details": "size:4096"}),
+                        ("Memset", 100, {"memset_details": "num_bytes:64"}),
+                        ("not a device event", 7000, {"correlation_id": 3}),
+                    ],
+                ),
+                ("CUPTI overhead", [("Overhead", 900, kernel)]),
+            ],
+        ),
+        ("/host:CPU", [("Host Threads/1", [("loop_add_fusion_3", 4000, kernel)])]),
+    )
+    got = list(jax_trace.device_events(planes))
+    assert got == [
+        ("loop_add_fusion", 2e-06),
+        ("nvjet_tst_128x64_64x4_1x2_h_bz_NNT", 9e-06),
+        ("MemcpyD2D", 5e-07),
+        ("Memset", 1e-07),
+    ]
+    assert [kernels.kernel_class(n) for n, _ in got] == ["elementwise", "gemm", "memory copy", "memory copy"]
+    assert jax_trace.kernel_name("loop_add_fusion_3", None) == "loop_add_fusion_3"
+
+
+def test_jax_cuda_tracer_without_any_gpu_kernel_fails_its_trace_not_the_run(tmp_path, monkeypatch):
+    """A profile with no GPU plane (XLA found no libcupti) leaves the trace `failed: ...`."""
+    from workers.adapters.jax import trace as jax_trace
+
+    tracer = jax_trace.CudaTracer("cannot import cupti", root=str(tmp_path))
+    space = type("Space", (), {"planes": _planes(("/host:CPU", []))})
+    monkeypatch.setattr(tracer, "_xspaces", lambda: [space])
+    session = trace.Session(tracer)
+    monkeypatch.chdir(tmp_path)
+    got = session.finish()
+    assert got["status"].startswith("failed: RuntimeError: no kernel on a /device:GPU plane")
+    assert got["backend"] == "jax.profiler (CUPTI)" and got["device"] == "cuda"
+    assert "CUPTI's Python binding not used: cannot import cupti" in got["notes"][0]

@@ -287,7 +287,8 @@ def _compile_load(run: dict[str, Any]) -> str:
         )
     text = (
         f"{number(run.get('compile_other_cpu_percent'))} % of the allowed CPUs during the warm-up: "
-        f"up to {number(run.get('compile_load_seconds'))} s of the compile figure may be that load"
+        f"up to {number(run.get('compile_load_seconds'))} s of the compile figure may be that load "
+        "(what it had beyond the timed epochs' own)"
     )
     return f"{text}: DISTURBED, not trustworthy" if flag == 1 else f"{text}: quiet"
 

@@ -495,6 +495,13 @@ class Adapter(base.Adapter):
         self._tracer = trace.Tracer()
         return self._tracer
 
+    def gpu_tracer(self, why_not_cupti):
+        """JAX's own profiler on cuda: XLA's CUPTI tracer, read from its device planes."""
+        from workers.adapters.jax import trace
+
+        self._tracer = trace.CudaTracer(why_not_cupti)
+        return self._tracer
+
     def device_memory(self):
         """XLA's allocator statistics on a GPU (the runner reads them once, after training, where
         its version has that hook). Unverified: no GPU has run this adapter yet."""

@@ -9,6 +9,15 @@ time (nested thunks of a ``while`` or ``call`` subtracted). XLA hands convolutio
 and pooling to YNNPACK as ``ynn_fusion`` custom fusions, whose names say nothing of what they do:
 the opcode at the root of each one's fused computation is read from the compiled HLO and
 appended (``ynn_fusion:convolution``). The folders stay, for TensorBoard's or Perfetto's viewers.
+
+On cuda (CudaTracer, where CUPTI's Python binding is missing): the same profiler, whose GPU
+collector is XLA's own CUPTI tracer (the libcupti that jax's CUDA plugin installs). Its device
+planes (``/device:GPU:N``) hold one line per stream (``Stream #7(Kernel,MemcpyD2D)``) whose events
+are the kernels (a ``kernel_details`` stat), copies (``memcpy_details``) and memsets
+(``memset_details``) with their device time; lines of other kinds (``CUPTI overhead``) are left
+out. A kernel XLA generated is named after its HLO instruction (its ``hlo_op`` stat), recorded
+without the instance number as on the CPU (``loop_add_fusion``); a library kernel (cuBLAS, cuDNN)
+keeps its own name. Unverified: no GPU has run it yet (docs/gpu.md).
 """
 
 import glob
@@ -22,6 +31,7 @@ _INSTANCE = re.compile(r"\.\d+$")
 _COMPUTATION = re.compile(r"^(?:ENTRY )?%([\w.-]+) \(")
 _OPCODE = re.compile(r"^\s+(ROOT )?%[\w.-]+ = \S+ ([\w-]+)\(")
 _HEAVY = ("convolution", "dot", "reduce-window", "select-and-scatter", "reduce")
+_DEVICE_EVENTS = ("kernel_details", "memcpy_details", "memset_details")
 _CUSTOM = re.compile(r"^\s+(?:ROOT )?%([\w.-]+) = .*?kind=kCustom, calls=%([\w.-]+)")
 
 
@@ -47,21 +57,25 @@ class Tracer(base.Tracer):
         jax.profiler.stop_trace()
 
     def records(self):
+        spaces = self._xspaces()
+        roots = custom_fusion_roots(self.hlo_text or "")
+        if not roots:
+            self.notes.append("no compiled HLO to name XLA's custom fusions by: ynn_fusion left as is")
+        for space in spaces:
+            for plane in space.planes:
+                if plane.name.startswith("/host:"):
+                    for line in plane.lines:
+                        self._line(line, roots)
+        return base.Tracer.records(self)
+
+    def _xspaces(self):
         from jax.profiler import ProfileData
 
         files = sorted(glob.glob(os.path.join(self.root, "**", "*.xplane.pb"), recursive=True))
         if len(files) != self.count:
             raise RuntimeError("expected {} xplane.pb files under {}, found {}".format(
                 self.count, self.root, len(files)))
-        roots = custom_fusion_roots(self.hlo_text or "")
-        if not roots:
-            self.notes.append("no compiled HLO to name XLA's custom fusions by: ynn_fusion left as is")
-        for path in files:
-            for plane in ProfileData.from_file(path).planes:
-                if plane.name.startswith("/host:"):
-                    for line in plane.lines:
-                        self._line(line, roots)
-        return base.Tracer.records(self)
+        return [ProfileData.from_file(path) for path in files]
 
     def _line(self, line, roots):
         thunks = []
@@ -72,6 +86,49 @@ class Tracer(base.Tracer):
         thunks.sort(key=lambda t: (t[0], -t[1]))
         for (_, _, op), own_ns in self_times(thunks):
             self.add(record_name(op, roots), 1, own_ns / 1e9)
+
+
+class CudaTracer(Tracer):
+    backend = "jax.profiler (CUPTI)"
+    device = "cuda"
+
+    def __init__(self, why_not_cupti, root=TRACE_DIR):
+        Tracer.__init__(self, root)
+        self.notes.append("CUPTI's Python binding not used: {}; XLA's own CUPTI tracer read "
+                          "instead".format(why_not_cupti))
+
+    def records(self):
+        found = 0
+        for space in self._xspaces():
+            for name, seconds in device_events(space.planes):
+                self.add(name, 1, seconds)
+                found += 1
+        if not found:
+            raise RuntimeError("no kernel on a /device:GPU plane of JAX's profile under {}: XLA's "
+                               "CUPTI tracer recorded none (libcupti not found?)".format(self.root))
+        return base.Tracer.records(self)
+
+
+def device_events(planes):
+    """(name, device seconds) of every kernel, copy and memset on the GPU planes of an XSpace."""
+    for plane in planes:
+        if not plane.name.startswith("/device:GPU:"):
+            continue
+        for line in plane.lines:
+            if not line.name.startswith("Stream #"):
+                continue
+            for event in line.events:
+                stats = dict(event.stats)
+                if any(key in stats for key in _DEVICE_EVENTS):
+                    yield kernel_name(event.name, stats.get("hlo_op")), event.duration_ns / 1e9
+
+
+def kernel_name(name, hlo_op):
+    """An XLA-generated kernel by its instruction (``loop_add_fusion_3`` with hlo_op
+    ``loop_add_fusion.3`` -> ``loop_add_fusion``); a library kernel by its own name."""
+    if hlo_op and isinstance(hlo_op, str) and name.replace(".", "_") == hlo_op.replace(".", "_"):
+        return _INSTANCE.sub("", hlo_op)
+    return name
 
 
 def record_name(op, roots):
