@@ -159,7 +159,7 @@ def check_attention(
         )
         if r["outcome"] == "unsupported":  # a reason instead of a figure: said, not failed
             unsupported.append(r["id"])
-            line += f" ({safe_line(' '.join(str(r.get('reason') or 'no reason given').split())[:200])})"
+            line += f" ({' '.join(str(r.get('reason') or 'no reason given').split())[:200]})"
         elif r["outcome"] != "ok":
             failed.append(r["id"])
         elif r.get("trace") == "kernels":
@@ -167,14 +167,14 @@ def check_attention(
             line += "; " + ", ".join(f"{c} {s:.1%}" for c, s in sorted(shares.items(), key=lambda x: -x[1]))
             if other:  # each needs a rule in profiler/kernels.py and a test pinned on it
                 unclassified.append(r["id"])
-                line += "; unclassified: " + ", ".join(safe_line(n[:100]) for n in other[:10])
+                line += "; unclassified: " + ", ".join(n[:100] for n in other[:10])
             # PyTorch's attention is scaled_dot_product_attention: on cuda a flash or
             # memory-efficient kernel. Other frameworks' attention may be plain matrix products.
             fused = r["framework"] == "pytorch" and r["model"] in ATTENTION_MODELS
             if fused and not shares.get("fused attention"):
                 failed.append(r["id"])
                 line += " (no fused attention kernel)"
-        lines.append(line)
+        lines.append(safe_line(line))  # names, reasons and outcomes are database rows
     if failed:
         return report.Check(name, "FAIL", f"runs {failed} failed or showed no fused attention kernel", lines)
     if unsupported or unclassified:
@@ -183,8 +183,7 @@ def check_attention(
         return report.Check(
             name,
             "NOTE",
-            f"{len(runs) - len(unsupported)} runs ok (PyTorch's traced attention ran fused kernels); "
-            + "; ".join(said),
+            f"{len(runs) - len(unsupported)} runs ok; " + "; ".join(said),
             lines,
         )
     return report.Check(
