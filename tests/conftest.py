@@ -14,9 +14,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests import machine_lock
 from tests.drivers import framework_python
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    machine_lock.configure(config)
 
 
 @pytest.fixture(autouse=True)
@@ -29,6 +34,14 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     # that do not test it: tests/test_calibration.py turns it on.
     monkeypatch.setenv("BENCH_CALIBRATE", "0")
     return folder
+
+
+@pytest.fixture(autouse=True)
+def terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One width for the live progress line, whatever terminal the suite runs in: it is cut to the
+    terminal's width (shutil.get_terminal_size), 80 columns on a pytest-xdist worker, 100 where
+    there is no terminal."""
+    monkeypatch.setenv("COLUMNS", "120")
 
 
 @pytest.fixture

@@ -70,6 +70,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, on: bool 
     return db, result.output
 
 
+@pytest.mark.quiet  # real calibrations: beside another test they are left out
 def test_a_sweep_is_calibrated_before_its_first_run_and_after_its_last(tmp_path, monkeypatch):
     db, output = _run(tmp_path, monkeypatch)
     rows = dbs.query(db, "SELECT * FROM calibrations ORDER BY id")
@@ -268,6 +269,7 @@ def _calibrate(tmp_path: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.quiet  # real calibrations: beside another test they are left out
 def test_bench_calibrate_takes_real_calibrations_and_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, output = _calibrate(tmp_path, "--count", "2")

@@ -233,6 +233,7 @@ def runs(db: Path) -> list[dict]:
     return rows
 
 
+@pytest.mark.quiet
 def test_a_run_beside_a_busy_loop_is_flagged_and_run_again(sweeps):
     db, output = sweeps
     beside = [r for r in runs(db) if r["sweep_id"] == 2]
@@ -257,6 +258,7 @@ def test_a_run_beside_a_busy_loop_is_flagged_and_run_again(sweeps):
     assert per_sample >= disturbance.MIN_SAMPLES and any(p[0] is not None for p in phases)
 
 
+@pytest.mark.quiet
 def test_wait_idle_waits_while_the_loop_runs_and_gives_up_at_its_limit(sweeps):
     _, output = sweeps
     lines = output.splitlines()
@@ -273,6 +275,7 @@ def marked(text: str) -> bool:
     return re.search(r"[0-9)](?: [~?]+)? !(\s|$)", text, re.M) is not None
 
 
+@pytest.mark.quiet
 def test_every_report_marks_the_disturbed_run(sweeps, tmp_path):
     db, _ = sweeps
     latest = runs(db)[-1]
@@ -316,6 +319,7 @@ def test_every_report_marks_the_disturbed_run(sweeps, tmp_path):
     assert record["compile_disturbed"] == 1 and record["compile_load_seconds"] >= 0
 
 
+@pytest.mark.quiet
 def test_compare_refuses_a_verdict_on_the_disturbed_pair_and_says_what_to_do(sweeps):
     db, _ = sweeps
     result = bench(db, "report", "--compare", "1", "2")
@@ -326,6 +330,7 @@ def test_compare_refuses_a_verdict_on_the_disturbed_pair_and_says_what_to_do(swe
     assert row["verdict"] == NO_VERDICT and row["b_disturbed"] == 1
 
 
+@pytest.mark.quiet
 def test_a_quiet_run_is_not_flagged(sweeps):
     """Needs a quiet machine (as in CI): on a machine others are using, the run alone is flagged
     too, rightly."""
@@ -336,6 +341,7 @@ def test_a_quiet_run_is_not_flagged(sweeps):
     assert not marked(text) and "disturbed" not in text
 
 
+@pytest.mark.quiet
 def test_wait_idle_does_not_wait_on_a_quiet_machine(tmp_path):
     """Needs a quiet machine, as the test above."""
     result = bench(

@@ -7,33 +7,74 @@ sweep went on after its Ctrl-C. Every fork bench makes blocks the signals around
 
 from __future__ import annotations
 
+import json
 import os
-import signal
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from orchestrator.launch import sidecar
+from orchestrator.launch.sidecar import Sidecar, SidecarSettings
+from tests.conftest import default_sigint
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# Run in a fresh interpreter, as bench is: the test runner's own threads (a pytest-xdist worker's
+# I/O thread) would take a process-wide Ctrl-C that bench's threads never take.
+CTRL_C_DURING_FORK = """
+import json, os, signal, subprocess, sys, threading
+from pathlib import Path
+from orchestrator.launch import capture, process, sidecar
 from orchestrator.launch.sidecar import Sidecar, SidecarSettings
 
+folder = Path(sys.argv[1])
+if sys.argv[2] == "capture":  # a worker's output still being read, by bench's capture thread
+    read_end, write_end = os.pipe()
+    reader = capture.Capture({read_end: capture.BoundedLog(folder / "out.log")}, blocked=process._BLOCKED)
+    assert reader.thread.is_alive()
+real = subprocess.Popen
+seen = {"threads": threading.active_count()}
 
-def test_ctrl_c_during_the_samplers_fork_is_held_then_raised_and_the_sampler_ends(tmp_path, monkeypatch):
-    real = subprocess.Popen
-    seen: dict[str, bool] = {}
+def popen(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C lands as the sampler is forked
+    seen["held"] = signal.SIGINT in signal.sigpending()
+    return real(*args, **kwargs)
 
-    def popen(*args, **kwargs):
-        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C lands as the sampler is forked
-        seen["held"] = signal.SIGINT in signal.sigpending()
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(sidecar.subprocess, "Popen", popen)
-    car = Sidecar(SidecarSettings(0.1, None, "0"), tmp_path)
-    with pytest.raises(KeyboardInterrupt):
-        car.launch()
-    assert seen.get("held"), "the signal was delivered during the fork, not held until its end"
-    assert car.proc is not None, "the sampler was started, so bench knows of it"
+sidecar.subprocess.Popen = popen
+car = Sidecar(SidecarSettings(0.1, None, "0"), folder)
+try:
+    car.launch()
+    seen["raised"] = False
+except KeyboardInterrupt:
+    seen["raised"] = True
+seen["known"] = car.proc is not None  # the sampler was started, so bench knows of it
+if car.proc is not None:
     car.stop()  # what execute() does when it is stopped before the worker exists
-    assert car.proc.returncode is not None
+    seen["ended"] = car.proc.returncode is not None
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("threads", ["alone", "capture"])
+def test_ctrl_c_during_the_samplers_fork_is_held_then_raised_and_the_sampler_ends(tmp_path, threads):
+    """Also with bench's capture thread alive: it blocks the signals bench handles, so the kernel
+    gives the Ctrl-C to the main thread, which holds it until the fork is done."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CTRL_C_DURING_FORK, str(tmp_path), threads],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=default_sigint,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout)
+    assert seen["threads"] == (2 if threads == "capture" else 1), seen
+    assert seen["held"], "the signal was delivered during the fork, not held until its end"
+    assert seen["raised"] and seen["known"] and seen["ended"], seen
 
 
 SLOW_START = (

@@ -25,7 +25,7 @@ from tests.conftest import bench_command, default_sigint
 from tests.test_outcomes import pid_alive
 from tests.test_resume import wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.holds_machine]  # its Ray cluster lives between tests
 
 SLOT = {"bench_slot": 1}
 

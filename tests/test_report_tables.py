@@ -308,6 +308,7 @@ settings:
 BUSY_LOOPS = 3
 
 
+@pytest.mark.quiet
 def test_compare_finds_a_run_slowed_by_sharing_its_cpu(tmp_path):
     """The same configuration twice on one CPU, the second time sharing it with three busy loops:
     a real slower run with identical settings (same config_hash), which the comparison must show

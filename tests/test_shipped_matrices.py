@@ -148,7 +148,7 @@ def test_the_transformers_matrix():
 def test_the_transformers_sgd_matrix_is_transformers_with_sgd():
     """The SGD variant (so that Singa, whose autograd optimizer is SGD alone, appears) differs from
     transformers.yaml in the optimizer: the same runs, in the same order; then the two attention
-    models at batch 8 in Singa and PyTorch (Singa's run out of 24 GiB at batch 32)."""
+    models at batch 8 in Singa and PyTorch (Singa's run out of 24 GiB at batch 32), and Singa's traced."""
     adam = load_matrix(MATRICES / "transformers.yaml").configs
     sgd = load_matrix(MATRICES / "transformers-sgd.yaml").configs
     assert {(c.optimizer, c.lr, c.momentum) for c in adam} == {("adam", 0.0001, 0.9)}
@@ -156,10 +156,15 @@ def test_the_transformers_sgd_matrix_is_transformers_with_sgd():
     unchanged = {"optimizer": "adam", "lr": 0.0001}
     assert [dataclasses.replace(c, **unchanged) for c in sgd[: len(adam)]] == list(adam)
     small = sgd[len(adam) :]
-    assert {(c.framework, c.device, c.model) for c in small} == {
+    untraced = [c for c in small if c.trace is None]
+    assert {(c.framework, c.device, c.model) for c in untraced} == {
         (f, d, m) for f in ("singa", "pytorch") for d in ("cpu", "cuda") for m in ("vit_b16", "gpt2_small")
     }
-    assert {(c.batch_size, c.dataset_size, c.trace) for c in small} == {(8, 40, None)}
+    # and Singa's two traced at batch 8 on the CPU, for docs/kernels.md
+    traced = {(c.framework, c.device, c.model) for c in small if c.trace == "kernels"}
+    assert traced == {("singa", "cpu", "vit_b16"), ("singa", "cpu", "gpt2_small")}
+    assert len(small) == len(untraced) + len(traced)
+    assert {(c.batch_size, c.dataset_size) for c in small} == {(8, 40)}
 
 
 def test_the_scaling_matrix_sets_two_replicas_beside_one():

@@ -16,7 +16,9 @@ from __future__ import annotations
 import logging
 import os
 import selectors
+import signal
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -121,13 +123,20 @@ def _copy_from(path: Path, start: int, out: BinaryIO) -> None:
 class Capture:
     """Reads the worker's stdout and stderr pipes into bounded logs until both close."""
 
-    def __init__(self, streams: dict[int, BoundedLog]) -> None:
+    def __init__(self, streams: dict[int, BoundedLog], blocked: Iterable[int] = ()) -> None:
+        """``blocked``: the signals bench handles, blocked in the reading thread so that the kernel
+        delivers them to the main thread alone. Were this thread to take a Ctrl-C, Python would
+        raise it in the main thread at once, even while the main thread holds the signals back
+        around a fork (process.signals_blocked): a child nobody knows of."""
         self.streams = streams
         self.stop = threading.Event()
+        self.blocked = set(blocked)
         self.thread = threading.Thread(target=self._run, name="bench-capture", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
+        if self.blocked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, self.blocked)
         with selectors.DefaultSelector() as selector:
             for fd in self.streams:
                 os.set_blocking(fd, False)

@@ -239,7 +239,7 @@ def _spawn(
         proc.stdout.fileno(): capture.BoundedLog(cwd / "stdout.log"),
         proc.stderr.fileno(): capture.BoundedLog(cwd / "stderr.log"),
     }
-    return proc, capture.Capture(streams)
+    return proc, capture.Capture(streams, blocked=_BLOCKED)
 
 
 def _end(
