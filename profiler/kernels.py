@@ -102,6 +102,9 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # MXNet's oneDNN layout reorder back to its default layout (ResNet50's traces, 2026-11-26).
     _rule(MEMORY_COPY, r"^Reorder2Default$", case=True),
+    # Singa's Transform: a transposed (strided) tensor copied into a contiguous one, before a
+    # product or an elementwise operator (ViT-B/16's attention heads, 2026-11-27).
+    _rule(MEMORY_COPY, r"^Transform$", case=True),
     _rule(MEMORY_COPY, r"^(concat|Concat|aten::cat|aten::constant_pad_nd)$", case=True),
     # XLA's CPU thunks (JAX): instructions and loop fusions made only of data movement
     # (`copy`, `transpose_copy_fusion`, `concatenate_bitcast_fusion`), and indexed moves.
@@ -169,6 +172,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Reductions: sums, means, maxima over an axis, bias gradients.
     _rule(REDUCTION, r"reduce|\bsum|sum_?all|mean|argmax|argmin|\bmax\b|\bmin\b|BiasAddGrad|topk"),
     _rule(REDUCTION, r"^(Sum|Mean|Max|Min|Prod|All|Any|ArgMax)$|^_backward_(mean|sum)$", case=True),
+    # Singa's row maximum (its softmax's, written out in the attention; 2026-11-27).
+    _rule(REDUCTION, r"^RowMax$", case=True),
     # Elementwise: arithmetic, activations, masks, random numbers, optimizer updates, fills.
     _rule(
         ELEMENTWISE,
@@ -178,8 +183,11 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"square|sqrt|\bexp|\blog|\bpow|broadcast|bias_?add|SetValue|\bfull|AssignAdd|AssignSub|"
         r"AddGradNode|MulGradNode|_mul|_plus|_minus|lerp|\berfc?\b|_UnaryOpsComposition",
     ),
+    # (Singa's Sign and LT: its erf's sign and a comparison; 2026-11-27.)
     _rule(
-        ELEMENTWISE, r"^(Add|AddV2|Sub|Mul|Div|RealDiv|Neg|Exp|Log|Sqrt|Rsqrt|BiasAdd|Maximum|Minimum)$", True
+        ELEMENTWISE,
+        r"^(Add|AddV2|Sub|Mul|Div|RealDiv|Neg|Exp|Log|Sqrt|Rsqrt|BiasAdd|Maximum|Minimum|Sign|LT)$",
+        True,
     ),
     # XLA: what is left of its loop fusions (`multiply_add_fusion`, `xor_xor_fusion`, after the
     # reductions above took `add_reduce_fusion`) and its elementwise instructions (`wrapped_iota`).
