@@ -18,21 +18,26 @@ A module marked `holds_machine` keeps its shared hold from its first test to its
 fixtures keep processes running between its tests (a Ray cluster), which would be other load to a
 quiet test on another worker.
 
+A module-scoped fixture whose real runs must be quiet takes the machine alone for just those runs
+(`with machine_lock.alone(request.config):`); the tests that then read its results need not.
+
 Without xdist (`-n 0`, or a single test run) there is only one test at a time, and no lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import tempfile
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import IO
 
 import pytest
 
 QUIET = "quiet"
+PLUGIN = "bench-machine-lock"
 HOLDS_MACHINE = "holds_machine"
 
 
@@ -115,8 +120,26 @@ class Plugin:
         self.lock.close()
 
 
+@contextlib.contextmanager
+def alone(config: pytest.Config) -> Iterator[None]:
+    """The machine to this block alone, then back to a shared hold: for a module-scoped fixture
+    whose real runs must be quiet (their timings compared, their disturbance judged), while the
+    tests that only read its results run beside others."""
+    plugin = config.pluginmanager.get_plugin(PLUGIN)
+    if plugin is None:
+        yield
+        return
+    lock: MachineLock = plugin.lock
+    before = lock.mode
+    lock.hold("exclusive")
+    try:
+        yield
+    finally:
+        lock.hold(before or "shared")
+
+
 def configure(config: pytest.Config) -> None:
     """pytest_configure's part: the lock on an xdist worker (the markers are in pyproject.toml)."""
     folder = lock_folder()
     if folder is not None:
-        config.pluginmanager.register(Plugin(folder), "bench-machine-lock")
+        config.pluginmanager.register(Plugin(folder), PLUGIN)

@@ -116,41 +116,92 @@ SUITE = {
         def test_c2(): span("held c2", 0.3)
         def test_c3(): span("held c3", 0.3)
     """,
+    "test_d.py": """
+        import pytest
+        from record import span
+        from tests import machine_lock
+
+        @pytest.fixture(scope="module")
+        def built(request):
+            with machine_lock.alone(request.config):
+                span("quiet fixture", 0.5)
+
+        def test_d1(built): span("d1", 0.3)
+        def test_d2(built): span("d2", 0.3)
+    """,
 }
 
 
-@pytest.mark.slow
-def test_quiet_tests_run_alone_and_the_others_side_by_side(tmp_path):
+def run_suite(folder: Path, *files: str) -> list[list]:
+    """SUITE's files (or some of them) under `pytest -n 2`; each test's [name, start, end]."""
     for name, text in SUITE.items():
-        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
-    spans_file = tmp_path / "spans.jsonl"
-    env = {**os.environ, "SPANS": str(spans_file), "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}
+        (folder / name).write_text(textwrap.dedent(text).lstrip())
+    spans_file = folder / "spans.jsonl"
+    spans_file.unlink(missing_ok=True)
+    env = {**os.environ, "SPANS": str(spans_file), "PYTHONPATH": f"{REPO}{os.pathsep}{folder}"}
     for name in [n for n in env if n.startswith("PYTEST_")]:  # this run's own xdist worker's, if any
         del env[name]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-q", "-p", "no:cacheprovider"],
-        cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "2",
+            "--dist",
+            "loadfile",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *files,
+        ],
+        cwd=folder,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    spans = [json.loads(line) for line in spans_file.read_text().splitlines()]
-    assert len(spans) == 11, spans
+    return [json.loads(line) for line in spans_file.read_text().splitlines()]
 
-    def overlap(x: list, y: list) -> bool:
-        return x[1] < y[2] and y[1] < x[2]
 
+def overlap(x: list, y: list) -> bool:
+    return x[1] < y[2] and y[1] < x[2]
+
+
+def quiet_alone(spans: list[list]) -> None:
     quiet = [s for s in spans if s[0].startswith("quiet")]
     others = [s for s in spans if not s[0].startswith("quiet")]
+    assert quiet
     for q in quiet:
         assert not any(overlap(q, o) for o in others), (q, spans)
+
+
+@pytest.mark.slow
+def test_quiet_tests_run_alone_and_the_others_side_by_side(tmp_path):
+    """Quiet tests, and a fixture's block that asked to be alone, overlap no other test; a
+    holds_machine module's tests keep quiet ones out from its first to its last; the rest overlap."""
+    spans = run_suite(tmp_path)
+    assert len(spans) == 14, spans
+    quiet_alone(spans)
     held = [s for s in spans if s[0].startswith("held")]
     whole = ["held", min(s[1] for s in held), max(s[2] for s in held)]
-    assert not any(overlap(q, whole) for q in quiet), (whole, spans)
+    assert not any(overlap(q, whole) for q in spans if q[0].startswith("quiet")), (whole, spans)
     # and the rest did run side by side: two workers, not one after the other
+    others = [s for s in spans if not s[0].startswith("quiet")]
     assert any(overlap(x, y) for x in others for y in others if x is not y), spans
+
+
+@pytest.mark.slow
+def test_a_fixture_alone_waits_for_the_test_beside_it(tmp_path):
+    """Two modules that start together, one on each worker: the fixture's block that asked to be
+    alone waits for the other module's test in flight (without the lock they overlap)."""
+    spans = run_suite(tmp_path, "test_a.py", "test_d.py")
+    assert len(spans) == 7, spans
+    quiet_alone(spans)
+    tests_a = [s for s in spans if s[0].startswith("a")]
+    tests_d = [s for s in spans if s[0].startswith("d")]
+    assert any(overlap(x, y) for x in tests_a for y in tests_d), spans  # side by side otherwise
 
 
 def test_without_workers_there_is_no_lock(monkeypatch):

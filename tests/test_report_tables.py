@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from orchestrator.cli.main import cli as bench_cli
 from orchestrator.report.compare import MIN_EPOCHS, NO_VERDICT, verdict
 from orchestrator.text.formats import number
-from tests import dbs
+from tests import dbs, machine_lock
 from tests.conftest import BACKENDS, new_database
 
 pytestmark = pytest.mark.slow
@@ -66,8 +66,9 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
     (folder / "m.yaml").write_text(textwrap.dedent(MATRIX).lstrip())
     (folder / "m3.yaml").write_text(textwrap.dedent(MATRIX).lstrip() + EXTRA)
     url = new_database(request, folder)
-    for matrix in ("m.yaml", "m.yaml", "m3.yaml"):
-        run_sweep(url, folder / matrix)
+    with machine_lock.alone(request.config):  # the sweeps' epochs are compared: no test beside them
+        for matrix in ("m.yaml", "m.yaml", "m3.yaml"):
+            run_sweep(url, folder / matrix)
     dbs.execute(url, "UPDATE sweeps SET machine = :m, host = 'otherhost' WHERE id = 3", m=OTHER_MACHINE)
     dbs.execute(url, "UPDATE runs SET machine = :m WHERE sweep_id = 3", m=OTHER_MACHINE)  # where each ran
     return url
