@@ -3,8 +3,8 @@
 `./test.sh` runs the suite on two workers (`-n`, `--dist loadfile`: a module's tests stay on one
 worker, so its module-scoped fixtures are built once). Most tests only check what bench records,
 and run the same beside another test. A few measure the machine itself: a run beside a busy loop
-that must be flagged (and one alone that must not be), `--wait-idle`, the calibration, wall-clock
-bounds. Those are marked `quiet`, and while one runs no other test runs on any worker.
+that must be flagged (and one alone that must not be), `--wait-idle`, real calibrations. Those are
+marked `quiet`, and while one runs no other test runs on any worker.
 
 The lock is a readers-writer lock on two files, with flock(2):
 

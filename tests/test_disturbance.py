@@ -25,6 +25,7 @@ from orchestrator.report.compare import NO_VERDICT, verdict
 from orchestrator.storage.db import Database, schema_version
 from profiler import disturbance
 from profiler.disturbance import CpuTicks, Share, parse_stat, share
+from tests import machine_lock
 
 DATA = Path(__file__).parent / "data"
 TICK = disturbance.TICK_SECONDS
@@ -206,21 +207,24 @@ def busy_loop() -> subprocess.Popen:
 
 
 @pytest.fixture(scope="module")
-def sweeps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def sweeps(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """Sweep 1: the run alone. Sweep 2: the same beside a busy loop, with --wait-idle 1 and
     --retry-disturbed 1 (so two attempts, each after a wait that gives up). Returns the database
     and sweep 2's output."""
     folder = tmp_path_factory.mktemp("disturbance")
     db = folder / "bench.db"
-    quiet = bench(db, "run", "--matrix", str(write_matrix(folder, "alone")))
-    assert quiet.exit_code == 0, quiet.output
-    loop = busy_loop()
-    try:
-        matrix = str(write_matrix(folder, "beside"))
-        busy = bench(db, "run", "--matrix", matrix, "--wait-idle", "1", "--retry-disturbed", "1")
-    finally:
-        loop.kill()
-        loop.wait()
+    # no other test beside the sweeps (sweep 1 must be quiet, and the loop would disturb others);
+    # the tests that read them need not be alone
+    with machine_lock.alone(request.config):
+        quiet = bench(db, "run", "--matrix", str(write_matrix(folder, "alone")))
+        assert quiet.exit_code == 0, quiet.output
+        loop = busy_loop()
+        try:
+            matrix = str(write_matrix(folder, "beside"))
+            busy = bench(db, "run", "--matrix", matrix, "--wait-idle", "1", "--retry-disturbed", "1")
+        finally:
+            loop.kill()
+            loop.wait()
     assert busy.exit_code == 0, busy.output
     return db, busy.output
 
@@ -233,7 +237,6 @@ def runs(db: Path) -> list[dict]:
     return rows
 
 
-@pytest.mark.quiet
 def test_a_run_beside_a_busy_loop_is_flagged_and_run_again(sweeps):
     db, output = sweeps
     beside = [r for r in runs(db) if r["sweep_id"] == 2]
@@ -258,7 +261,6 @@ def test_a_run_beside_a_busy_loop_is_flagged_and_run_again(sweeps):
     assert per_sample >= disturbance.MIN_SAMPLES and any(p[0] is not None for p in phases)
 
 
-@pytest.mark.quiet
 def test_wait_idle_waits_while_the_loop_runs_and_gives_up_at_its_limit(sweeps):
     _, output = sweeps
     lines = output.splitlines()
@@ -275,7 +277,6 @@ def marked(text: str) -> bool:
     return re.search(r"[0-9)](?: [~?]+)? !(\s|$)", text, re.M) is not None
 
 
-@pytest.mark.quiet
 def test_every_report_marks_the_disturbed_run(sweeps, tmp_path):
     db, _ = sweeps
     latest = runs(db)[-1]
@@ -319,7 +320,6 @@ def test_every_report_marks_the_disturbed_run(sweeps, tmp_path):
     assert record["compile_disturbed"] == 1 and record["compile_load_seconds"] >= 0
 
 
-@pytest.mark.quiet
 def test_compare_refuses_a_verdict_on_the_disturbed_pair_and_says_what_to_do(sweeps):
     db, _ = sweeps
     result = bench(db, "report", "--compare", "1", "2")
@@ -330,7 +330,6 @@ def test_compare_refuses_a_verdict_on_the_disturbed_pair_and_says_what_to_do(swe
     assert row["verdict"] == NO_VERDICT and row["b_disturbed"] == 1
 
 
-@pytest.mark.quiet
 def test_a_quiet_run_is_not_flagged(sweeps):
     """Needs a quiet machine (as in CI): on a machine others are using, the run alone is flagged
     too, rightly."""
