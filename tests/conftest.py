@@ -14,14 +14,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests import machine_lock
+from tests import machine_lock, skip_guard
 from tests.drivers import framework_python
+from tests.machine_lock import quiet_machine  # noqa: F401  (autouse: a quiet test starts on a quiet machine)
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
     machine_lock.configure(config)
+    skip_guard.configure(config)
 
 
 @pytest.fixture(autouse=True)

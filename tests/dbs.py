@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,23 @@ def query(db: str | Path, sql: str, **params: Any) -> list[dict[str, Any]]:
             return [dict(row) for row in conn.execute(sa.text(sql), params).mappings()]
     finally:
         engine.dispose()
+
+
+def poll(db: str | Path, sql: str) -> list[tuple] | None:
+    """For a test polling a SQLite file that a bench process is creating: the rows, or None while
+    bench has not yet committed its schema (the file may exist, empty, before its tables do; bench
+    creates them in one transaction, with PRAGMA user_version, so a version of 0 means not yet).
+    Opened read-only, so that polling never creates the file itself."""
+    path = Path(str(db).removeprefix("sqlite:///"))
+    if not path.exists():
+        return None
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    try:
+        if not conn.execute("PRAGMA user_version").fetchone()[0]:
+            return None
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
 
 
 def execute(db: str | Path, sql: str, **params: Any) -> None:

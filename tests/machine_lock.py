@@ -21,7 +21,14 @@ quiet test on another worker.
 A module-scoped fixture whose real runs must be quiet takes the machine alone for just those runs
 (`with machine_lock.alone(request.config):`); the tests that then read its results need not.
 
-Without xdist (`-n 0`, or a single test run) there is only one test at a time, and no lock.
+The lock is machine-wide: its files are at one fixed path (`BENCH_TEST_LOCK_DIR`, by default
+`bench-tests-machine` in the temporary folder), so a second suite on the machine (another checkout's,
+a `-n 0` run, a single test) takes the same lock and keeps out of a quiet test's way. Load the lock
+cannot see (any other program) a quiet test measures before it starts: it waits for the machine to
+be quiet (the threshold that flags a run disturbed, profiler/disturbance.py), for at most
+`BENCH_TEST_QUIET_WAIT` seconds (default 120; 15 once a wait in this process has found the machine
+busy to the end), and then skips with a reason that starts "machine busy": the machine was not fit
+to measure, which says nothing of bench. That skip is on the suite's allow-list (tests/skip_guard.py).
 """
 
 from __future__ import annotations
@@ -29,8 +36,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -39,6 +47,9 @@ import pytest
 QUIET = "quiet"
 PLUGIN = "bench-machine-lock"
 HOLDS_MACHINE = "holds_machine"
+BUSY = "machine busy"  # how a quiet test's skip starts when the machine stayed busy (tests/skip_guard.py)
+FIRST_WAIT_SECONDS = 120.0
+LATER_WAIT_SECONDS = 15.0
 
 
 class MachineLock:
@@ -46,8 +57,8 @@ class MachineLock:
 
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self._gate: IO[bytes] = open(folder / "gate", "ab")  # noqa: SIM115  (held for the session)
-        self._machine: IO[bytes] = open(folder / "machine", "ab")  # noqa: SIM115
+        self._gate: IO[bytes] = _lock_file(folder / "gate")
+        self._machine: IO[bytes] = _lock_file(folder / "machine")
         self.mode: str | None = None
 
     def hold(self, mode: str) -> None:
@@ -78,12 +89,29 @@ class MachineLock:
         self._machine.close()
 
 
-def lock_folder() -> Path | None:
-    """The folder every worker of this run shares, or None when there are no workers."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if not run or not os.environ.get("PYTEST_XDIST_WORKER"):
-        return None
-    return Path(tempfile.gettempdir()) / f"bench-tests-{run}"
+def _lock_file(path: Path) -> IO[bytes]:
+    """Held for the session. Readable and writable by every user of the machine: the lock is
+    machine-wide, and a file one user made must not stop another's suite."""
+    handle = open(path, "ab")  # noqa: SIM115
+    with contextlib.suppress(OSError):  # someone else's file: theirs to open up
+        os.chmod(path, 0o666)
+    return handle
+
+
+def lock_folder() -> Path:
+    """The one folder of the machine's lock (BENCH_TEST_LOCK_DIR, else a fixed temporary folder)."""
+    folder = os.environ.get("BENCH_TEST_LOCK_DIR")
+    if folder:
+        return Path(folder)
+    return Path(tempfile.gettempdir()) / "bench-tests-machine"
+
+
+def runs_tests(config: pytest.Config) -> bool:
+    """Whether this process runs tests: an xdist worker, or a run without workers. An xdist
+    controller only hands them out (it must not hold the lock its workers wait for)."""
+    if hasattr(config, "workerinput"):
+        return True
+    return not getattr(config.option, "numprocesses", None)
 
 
 def _module_holds(item: pytest.Item) -> bool:
@@ -93,6 +121,7 @@ def _module_holds(item: pytest.Item) -> bool:
 class Plugin:
     def __init__(self, folder: Path) -> None:
         self.lock = MachineLock(folder)
+        self.quiet = QuietCheck()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(
@@ -120,26 +149,84 @@ class Plugin:
         self.lock.close()
 
 
+class QuietCheck:
+    """Before a quiet test (or a block that asked to be alone): wait for the other load on the
+    machine's CPUs to drop to the disturbance threshold. The verdict is None (quiet) or the reason,
+    starting BUSY, that the machine stayed busy."""
+
+    def __init__(self, measure: Callable[[set[int]], float | None] | None = None) -> None:
+        self.measure = measure
+        self.found_busy = False
+
+    def wait(self) -> str | None:
+        from orchestrator.executors import idle
+        from profiler import disturbance
+
+        limit = float(
+            os.environ.get("BENCH_TEST_QUIET_WAIT")
+            or (LATER_WAIT_SECONDS if self.found_busy else FIRST_WAIT_SECONDS)
+        )
+        said: list[str] = []
+        cpus = os.sched_getaffinity(0)
+        if idle.wait_idle(cpus, limit, said.append, self.measure or idle.other_load):
+            return None
+        self.found_busy = True
+        load = re.search(r"other load (\d+)%", said[-1]) if said else None
+        figure = f" ({load.group(1)}% at the last look)" if load else ""
+        return (
+            f"{BUSY}: other load stayed above {disturbance.OTHER_LIMIT:g}% of the CPUs for {limit:g} s"
+            f"{figure}; this test measures the machine, so it did not run"
+        )
+
+
+def check_quiet(config: pytest.Config) -> str | None:
+    """This process's quiet check (see QuietCheck); for a test run without the plugin, a new one."""
+    plugin = config.pluginmanager.get_plugin(PLUGIN)
+    return (plugin.quiet if plugin is not None else QuietCheck()).wait()
+
+
+class Alone:
+    """What `alone` found: `busy` is None, or why the machine was not quiet when the block began
+    (its runs were then taken beside other load; a test that needs them quiet skips with it)."""
+
+    def __init__(self, busy: str | None) -> None:
+        self.busy = busy
+
+    def require_quiet(self) -> None:
+        if self.busy:
+            pytest.skip(self.busy)
+
+
 @contextlib.contextmanager
-def alone(config: pytest.Config) -> Iterator[None]:
+def alone(config: pytest.Config) -> Iterator[Alone]:
     """The machine to this block alone, then back to a shared hold: for a module-scoped fixture
     whose real runs must be quiet (their timings compared, their disturbance judged), while the
     tests that only read its results run beside others."""
     plugin = config.pluginmanager.get_plugin(PLUGIN)
     if plugin is None:
-        yield
+        yield Alone(check_quiet(config))
         return
     lock: MachineLock = plugin.lock
     before = lock.mode
     lock.hold("exclusive")
     try:
-        yield
+        yield Alone(plugin.quiet.wait())
     finally:
         lock.hold(before or "shared")
 
 
 def configure(config: pytest.Config) -> None:
-    """pytest_configure's part: the lock on an xdist worker (the markers are in pyproject.toml)."""
-    folder = lock_folder()
-    if folder is not None:
-        config.pluginmanager.register(Plugin(folder), PLUGIN)
+    """pytest_configure's part: the lock in each process that runs tests (the markers are in
+    pyproject.toml)."""
+    if runs_tests(config):
+        config.pluginmanager.register(Plugin(lock_folder()), PLUGIN)
+
+
+@pytest.fixture(autouse=True)
+def quiet_machine(request: pytest.FixtureRequest) -> None:
+    """A quiet test starts on a quiet machine, or skips saying the machine was busy."""
+    if request.node.get_closest_marker(QUIET) is None:
+        return
+    busy = check_quiet(request.config)
+    if busy:
+        pytest.skip(busy)

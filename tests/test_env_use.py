@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -91,13 +90,15 @@ def test_a_registered_interpreter_runs_the_sweep_and_is_recorded(
     assert _runs(workdir / "after.db")[0]["outcome"] == "unavailable"
 
 
-def _python2() -> Path | None:
-    try:
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return None
-    found = sorted(Path(root, "versions").glob("2.*/bin/python")) if root else []
-    return found[-1] if found else None
+def _python2(folder: Path) -> Path:
+    """An interpreter the test makes that answers as Python 2.7.18 does: a real Python running what
+    it is given, with sys.version_info of 2.7.18 (no Python 2 need be installed; bench judges an
+    interpreter by what it reports)."""
+    path = folder / "python2.7"
+    fake = "import sys; sys.version_info = (2, 7, 18, 'final', 0); exec(sys.argv.pop(1))"
+    path.write_text(f'#!/bin/sh\n[ "$1" = -c ] || exit 2\nshift\nexec {sys.executable} -c "{fake}" "$@"\n')
+    path.chmod(0o755)
+    return path
 
 
 def _broken(tmp_path: Path, kind: str) -> tuple[str, str]:
@@ -114,10 +115,7 @@ def _broken(tmp_path: Path, kind: str) -> tuple[str, str]:
         path.chmod(0o755)
         return str(path), "does not run as Python: sh: not a python"
     if kind == "python2":
-        python2 = _python2()
-        if python2 is None:
-            pytest.skip("no Python 2 interpreter on this machine")
-        return str(python2), "bench's worker needs 3.6 or newer"
+        return str(_python2(tmp_path)), "Python 2.7.18; bench's worker needs 3.6 or newer"
     # The orchestrator's own interpreter: a real Python 3 without torch.
     return sys.executable, "cannot run bench's pytorch worker"
 

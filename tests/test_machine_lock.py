@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -141,6 +142,9 @@ def run_suite(folder: Path, *files: str) -> list[list]:
     env = {**os.environ, "SPANS": str(spans_file), "PYTHONPATH": f"{REPO}{os.pathsep}{folder}"}
     for name in [n for n in env if n.startswith("PYTEST_")]:  # this run's own xdist worker's, if any
         del env[name]
+    # Its own lock (the machine's is held by this test), and no wait for a quiet machine: the
+    # other worker of this suite may be busy beside it.
+    env.update(BENCH_TEST_LOCK_DIR=str(folder / "lock"), BENCH_TEST_QUIET_WAIT="0")
     proc = subprocess.run(
         [
             sys.executable,
@@ -178,6 +182,7 @@ def quiet_alone(spans: list[list]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.quiet  # that the others overlap depends on both workers getting a CPU
 def test_quiet_tests_run_alone_and_the_others_side_by_side(tmp_path):
     """Quiet tests, and a fixture's block that asked to be alone, overlap no other test; a
     holds_machine module's tests keep quiet ones out from its first to its last; the rest overlap."""
@@ -193,6 +198,7 @@ def test_quiet_tests_run_alone_and_the_others_side_by_side(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.quiet  # as above
 def test_a_fixture_alone_waits_for_the_test_beside_it(tmp_path):
     """Two modules that start together, one on each worker: the fixture's block that asked to be
     alone waits for the other module's test in flight (without the lock they overlap)."""
@@ -204,11 +210,30 @@ def test_a_fixture_alone_waits_for_the_test_beside_it(tmp_path):
     assert any(overlap(x, y) for x in tests_a for y in tests_d), spans  # side by side otherwise
 
 
-def test_without_workers_there_is_no_lock(monkeypatch):
+def test_the_lock_is_machine_wide_unless_a_folder_is_given(monkeypatch, tmp_path):
+    """One fixed folder for every suite on the machine (any checkout, with or without workers), so
+    that a second suite keeps out of a quiet test's way; BENCH_TEST_LOCK_DIR for a suite of its own."""
     from tests import machine_lock
 
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("BENCH_TEST_LOCK_DIR", raising=False)
     monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "x")
-    assert machine_lock.lock_folder() is None
-    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
-    assert machine_lock.lock_folder() is not None
+    first = machine_lock.lock_folder()
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "y")
+    assert machine_lock.lock_folder() == first == Path(tempfile.gettempdir()) / "bench-tests-machine"
+    monkeypatch.setenv("BENCH_TEST_LOCK_DIR", str(tmp_path))
+    assert machine_lock.lock_folder() == tmp_path
+
+
+def test_only_an_xdist_controller_holds_no_lock():
+    from tests import machine_lock
+
+    class Config:
+        def __init__(self, numprocesses, worker: bool) -> None:
+            self.option = type("Option", (), {"numprocesses": numprocesses})()
+            if worker:
+                self.workerinput = {}
+
+    assert machine_lock.runs_tests(Config(None, worker=False))  # no xdist: tests run here
+    assert machine_lock.runs_tests(Config(0, worker=False))  # -n 0
+    assert machine_lock.runs_tests(Config(2, worker=True))  # a worker
+    assert not machine_lock.runs_tests(Config(2, worker=False))  # the controller

@@ -14,13 +14,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 from ray.cluster_utils import Cluster
 
+from tests import dbs
 from tests.conftest import bench_command, default_sigint
 from tests.test_outcomes import pid_alive
 from tests.test_resume import wait_for
@@ -253,12 +254,12 @@ axes:
 """
 
 
-def start(workdir: Path, *args: str) -> subprocess.Popen:
+def start(workdir: Path, *args: str, stderr: Any = subprocess.PIPE) -> subprocess.Popen:
     return subprocess.Popen(
         bench_command(*args),
         cwd=workdir,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
         preexec_fn=default_sigint,
     )
@@ -420,13 +421,17 @@ def test_ctrl_c_on_a_sweep_waiting_for_the_clusters_slots_ends_it_interrupted(wr
     waiting = None
     try:
         wait_for(lambda: len(running_workers(workdir)) == 2, timeout=120)
-        waiting = start(waiting_dir, *args)
+        err_file = waiting_dir / "stderr.txt"
+        with open(err_file, "w") as err_out:
+            waiting = start(waiting_dir, *args, stderr=err_out)
         db = waiting_dir / "bench.db"
-        wait_for(lambda: db.exists() and query(db, "SELECT count(*) FROM sweeps") == [(1,)], timeout=120)
-        time.sleep(3)  # its tasks submitted, waiting for a slot
+        # Its tasks submitted and none begun, every slot held by the other sweep: bench says so.
+        wait_for(lambda: "waiting for a free bench_slot" in err_file.read_text(), timeout=120)
+        assert dbs.poll(db, "SELECT count(*) FROM sweeps") == [(1,)]
         assert len(running_workers(workdir)) == 2 and not running_workers(waiting_dir)
         waiting.send_signal(signal.SIGINT)
-        out, err = waiting.communicate(timeout=120)
+        waiting.communicate(timeout=120)
+        err = err_file.read_text()
         assert waiting.returncode == 130, err
         assert "--resume" in err
         assert query(db, "SELECT status FROM sweeps") == [("interrupted",)]

@@ -57,8 +57,18 @@ def run_sweep(db: str | Path, matrix: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
+@pytest.fixture(scope="module")
+def machine() -> dict[str, machine_lock.Alone]:
+    """What the sweeps' fixture found of the machine when it took it alone, per backend."""
+    return {}
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
-def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+def db(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    machine: dict[str, machine_lock.Alone],
+) -> str:
     """Sweeps 1 and 2: the matrix twice on this machine; sweep 3: the matrix and one more
     configuration, recorded as if on another machine (its fingerprint changed in the database).
     Once on SQLite, once on PostgreSQL."""
@@ -66,7 +76,8 @@ def db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory)
     (folder / "m.yaml").write_text(textwrap.dedent(MATRIX).lstrip())
     (folder / "m3.yaml").write_text(textwrap.dedent(MATRIX).lstrip() + EXTRA)
     url = new_database(request, folder)
-    with machine_lock.alone(request.config):  # the sweeps' epochs are compared: no test beside them
+    with machine_lock.alone(request.config) as found:  # the sweeps' epochs are compared: alone
+        machine[url] = found
         for matrix in ("m.yaml", "m.yaml", "m3.yaml"):
             run_sweep(url, folder / matrix)
     dbs.execute(url, "UPDATE sweeps SET machine = :m, host = 'otherhost' WHERE id = 3", m=OTHER_MACHINE)
@@ -263,7 +274,8 @@ def test_verdict_rule():
     assert verdict(alone, None) == "only in A" and verdict(None, alone) == "only in B"
 
 
-def test_compare_two_sweeps(db):
+def test_compare_two_sweeps(db, machine):
+    machine[db].require_quiet()  # a verdict needs runs taken on a quiet machine
     out = bench(db, "report", "--compare", "1", "2").output
     assert "sweep 1 (A) against sweep 2 (B)" in out and "different machines" not in out
     assert "verdict: faster/slower where every timed epoch" in out

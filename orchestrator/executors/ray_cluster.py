@@ -31,6 +31,7 @@ from profiler import timeline as timelines
 
 SLOT = "bench_slot"  # one per node: one run at a time there, unless --pack
 POLL_SECONDS = 0.5
+WAIT_NOTE_SECONDS = 5.0  # a task's start (a worker process on its node) takes well under this
 NODES_EVERY_SECONDS = 2.0
 START_HINT = f"""ray start --head --resources '{{"{SLOT}": 1}}'"""
 log = logging.getLogger(__name__)
@@ -193,6 +194,7 @@ class RayExecutor:
         pending = iter(jobs)
         flights: dict[Any, Flight] = {}
         more = True
+        self.said_waiting = False
         try:
             while True:
                 while more and len(flights) < self.window:
@@ -224,6 +226,7 @@ class RayExecutor:
                 if ready:
                     ready, _ = self.ray.wait(list(flights), num_returns=len(flights), timeout=0)
                 self._drain_starts(flights, progress)
+                self._say_if_waiting(flights, ready, progress)
                 progress.tick()  # the live line's clock and ETA move while tasks run
                 for ref in ready:
                     yield self._collect(ref, flights.pop(ref), progress)
@@ -237,6 +240,29 @@ class RayExecutor:
         finally:
             for ref in flights:
                 self.ray.cancel(ref, force=True)
+
+    def _say_if_waiting(self, flights: dict[Any, Flight], ready: list[Any], progress: ProgressSink) -> None:
+        """Once a sweep, when its tasks have waited WAIT_NOTE_SECONDS and none has begun while the
+        cluster has no free slot (another sweep holds them): a line saying so, so that a sweep on a
+        busy shared cluster does not look hung."""
+        if self.said_waiting or ready or self.pack or not flights:
+            return
+        if any(f.begun for f in flights.values()):
+            self.said_waiting = True  # the sweep is under way: nothing to say
+            return
+        waited = time.monotonic() - min(f.submitted for f in flights.values())
+        if waited < WAIT_NOTE_SECONDS:
+            return
+        try:
+            free = self.ray.available_resources().get(SLOT, 0.0)
+        except self.ray.exceptions.RayError:
+            return
+        if free < 1:
+            self.said_waiting = True
+            progress.note(
+                f"waiting for a free {SLOT} on the cluster: {len(flights)} runs submitted "
+                f"{waited:.0f} s ago, none started yet"
+            )
 
     def _starts(self) -> list[tuple[str, str, dict[str, Any], float]]:
         if self.queue is None:
