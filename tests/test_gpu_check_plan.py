@@ -29,6 +29,11 @@ def test_the_order_of_value_is_data_and_covers_every_phase_once():
     assert ORDER == ["transformers", "modes", "matrix", "overhead", "oom", "attention", "kernels"]
     assert sorted(ORDER) == sorted(planning.PHASES) and sorted(planning.RECORDED) == sorted(planning.PHASES)
     assert all(v.tier in planning.TIERS and v.why for v in planning.VALUE)
+    assert {v.phase: v.tier for v in planning.VALUE} == {
+        "transformers": "pending",  # docs/gpu.md's one pending item: JAX's traced cuda rows
+        "modes": "code changed",
+        **{p: "re-check" for p in ("matrix", "overhead", "oom", "attention", "kernels")},
+    }
     # a phase never run on a GPU goes before one whose code changed, wherever VALUE lists it
     value = [planning.Value("a", "re-check", "x"), planning.Value("b", "never run", "y")]
     value.append(planning.Value("c", "code changed", "z"))
@@ -193,6 +198,19 @@ def test_a_budget_that_fits_nothing_stops_before_anything_runs(tmp_path):
     line += "of the 0 s the budget leaves"
     assert done.returncode == 2 and done.stdout == line + "\n"
     assert out.read_text() == line + "\n" and not work.exists()
+
+
+def test_a_planned_call_has_a_deadline_and_one_with_phases_none(tmp_path):
+    import gpu_check
+
+    args = gpu_check.parse_args(["--plan", "--work", str(tmp_path)])
+    chosen = gpu_check.make_plan(args, 1000.0)
+    assert args.phases == ["transformers"] == list(chosen.chosen) and args.estimates == TABLE
+    assert args.deadline == 1000.0 + 560 - 15  # the budget less the final report's seconds
+    assert args.plan_lines[0].startswith("Budget 560 s, less 60 s")
+    args = gpu_check.parse_args(["--out", "r.md", "--work", str(tmp_path), "--phases", "oom,matrix"])
+    gpu_check.make_plan(args, 1000.0)
+    assert args.phases == ["oom", "matrix"] and args.deadline is None
 
 
 def test_a_planned_phase_that_no_longer_fits_is_left_for_the_next_slot(tmp_path, monkeypatch, capsys):
