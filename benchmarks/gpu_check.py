@@ -9,7 +9,7 @@ order of value, each that fits the budget (default: one 10-minute call of the de
 recorded seconds; --phases names them instead. --plan prints that plan and exits, before anything
 else (no GPU, no dependencies needed).
 
-Checks first, through the PyTorch interpreter (a child process), that CUDA is there. Without it,
+Then it checks, through the PyTorch interpreter (a child process), that CUDA is there. Without it,
 it prints one line, "gpu_check: no CUDA device: <why>", writes only that line to --out and exits
 with status 3. With it, it registers that interpreter as bench's pytorch environment (`bench env
 use`, or BENCH_PYTHON_PYTORCH where bench has no such command), runs the phases below with `bench
@@ -26,7 +26,8 @@ with their figures (benchmarks/gpu_check_report.py):
     transformers  matrices/transformers.yaml's cuda rows in PyTorch (and JAX where it has CUDA)
 
 Exit status: 0 every check passed (NOTEs allowed), 1 some check failed, 2 it could not start
-(bench's dependencies missing and no wheel folder to install them from, no interpreter),
+(a budget too short for any phase left, bench's dependencies missing and no wheel folder to
+install them from, no interpreter),
 3 no CUDA device. The orchestrator's pure-Python dependencies missing on the GPU machine are
 installed from the wheel folder (--wheels, default .whl/, filled by benchmarks/gpu_wheels.sh)
 into <work>/site, never into the machine's Python.
@@ -89,7 +90,9 @@ class Stop(Exception):
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="The GPU verification: cuda runs, NVML, OOM, kernels, energy, overhead; one report.",
-        epilog="example: python3 benchmarks/gpu_check.py --out gpu-check.md",
+        epilog="examples:\n  python3 benchmarks/gpu_check.py --plan\n"
+        "  python3 benchmarks/gpu_check.py --out gpu-check.md --budget 560",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--out", type=Path, default=None, help="the report (markdown); needed but with --plan"

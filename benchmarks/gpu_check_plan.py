@@ -243,10 +243,13 @@ def describe(chosen: Plan, seconds: Mapping[str, Seconds], budget: float) -> lis
 def next_slot(db: Path, work: Path, budget: float = DEFAULT_BUDGET) -> list[str]:
     """The report's last section: what the database still lacks, in order of value, and what a
     call with the default budget would run of it."""
-    found = recorded(db, work)
+    lines = ["", "## Left for the next slot", ""]
+    try:
+        found = recorded(db, work)
+    except ValueError as exc:  # the report is written all the same
+        return lines + [str(exc)]
     seconds = estimates(found)
     following = plan({p: s.seconds for p, s in seconds.items()}, done(found), budget, order_of_value())
-    lines = ["", "## Left for the next slot", ""]
     if not following.chosen and not following.left:
         return lines + ["Nothing: every phase is done in this database."]
     left = [f"{p} ({seconds[p].seconds:.0f} s)" for p in following.chosen + following.left]

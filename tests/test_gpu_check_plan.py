@@ -152,6 +152,10 @@ def test_a_database_it_cannot_read_is_said(tmp_path):
     (tmp_path / "gpu-check.db").write_text("not a database")
     with pytest.raises(ValueError, match="cannot read the phases done from "):
         planning.recorded(tmp_path / "gpu-check.db", tmp_path)
+    # the report is still written, and says so; a call stops before anything runs
+    assert planning.next_slot(tmp_path / "gpu-check.db", tmp_path)[-1].startswith("cannot read the phases")
+    done = gpu_check("--plan", "--work", str(tmp_path))
+    assert done.returncode == 2 and done.stdout.startswith("gpu_check: cannot read the phases done from ")
 
 
 def gpu_check(*args: str) -> subprocess.CompletedProcess[str]:
