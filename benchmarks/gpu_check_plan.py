@@ -172,7 +172,10 @@ def estimates(
         extra = allowances.get(phase)
         table = Seconds(seconds.seconds + (extra.seconds if extra else 0), seconds.source)
         if extra:
-            table = Seconds(table.seconds, f"{seconds.source}: {seconds.seconds:.0f} s, + {extra.source}")
+            table = Seconds(
+                table.seconds,
+                f"{seconds.source}: {seconds.seconds:.0f} s, + {extra.seconds:.0f} s: {extra.source}",
+            )
         here = found.get(phase)
         if here is None or here.seconds is None:
             out[phase] = table

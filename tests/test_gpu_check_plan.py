@@ -50,6 +50,9 @@ def test_every_recorded_duration_names_the_run_it_came_from():
         "kernels": 66,
         "oom": 46,
     }
+    assert planning.estimates({})["transformers"].source.startswith(
+        "docs/gpu.md, fourth run (session 40), call 2: 363 s, + 119 s: JAX's 3 traced rows"
+    )
     for seconds in planning.RECORDED.values():
         assert seconds.source.startswith("docs/gpu.md, ") and " run (session " in seconds.source
 
