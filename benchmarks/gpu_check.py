@@ -1,8 +1,15 @@
 """The GPU verification in one command (issue 11, part 2; docs/gpu.md).
 
-    python3 benchmarks/gpu_check.py --out gpu-check.md [--python PATH] [--phases matrix,oom,...]
+    python3 benchmarks/gpu_check.py --out gpu-check.md [--python PATH] [--budget SECONDS]
+    python3 benchmarks/gpu_check.py --out gpu-check.md --phases matrix,oom,...
+    python3 benchmarks/gpu_check.py --plan [--budget SECONDS]
 
-Checks first, through the PyTorch interpreter (a child process), that CUDA is there. Without it,
+Plans first (benchmarks/gpu_check_plan.py): the phases not yet done in its database (--work), in
+order of value, each that fits the budget (default: one 10-minute call of the device tool) by its
+recorded seconds; --phases names them instead. --plan prints that plan and exits, before anything
+else (no GPU, no dependencies needed).
+
+Then it checks, through the PyTorch interpreter (a child process), that CUDA is there. Without it,
 it prints one line, "gpu_check: no CUDA device: <why>", writes only that line to --out and exits
 with status 3. With it, it registers that interpreter as bench's pytorch environment (`bench env
 use`, or BENCH_PYTHON_PYTORCH where bench has no such command), runs the phases below with `bench
@@ -19,7 +26,8 @@ with their figures (benchmarks/gpu_check_report.py):
     transformers  matrices/transformers.yaml's cuda rows in PyTorch (and JAX where it has CUDA)
 
 Exit status: 0 every check passed (NOTEs allowed), 1 some check failed, 2 it could not start
-(bench's dependencies missing and no wheel folder to install them from, no interpreter),
+(a budget too short for any phase left, bench's dependencies missing and no wheel folder to
+install them from, no interpreter),
 3 no CUDA device. The orchestrator's pure-Python dependencies missing on the GPU machine are
 installed from the wheel folder (--wheels, default .whl/, filled by benchmarks/gpu_wheels.sh)
 into <work>/site, never into the machine's Python.
@@ -33,11 +41,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import gpu_check_plan as planning
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_FAILED, EXIT_SETUP, EXIT_NO_CUDA = 1, 2, 3
-PHASES = ("matrix", "oom", "kernels", "overhead", "modes", "attention", "transformers")
+PHASES = planning.PHASES
 # What the orchestrator imports, by module, and the distribution that provides it.
 NEEDED = {
     "sqlalchemy": "SQLAlchemy",
@@ -79,16 +90,33 @@ class Stop(Exception):
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="The GPU verification: cuda runs, NVML, OOM, kernels, energy, overhead; one report.",
-        epilog="example: python3 benchmarks/gpu_check.py --out gpu-check.md",
+        epilog="examples:\n  python3 benchmarks/gpu_check.py --plan\n"
+        "  python3 benchmarks/gpu_check.py --out gpu-check.md --budget 560",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", type=Path, required=True, help="the report (markdown)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="the report (markdown); needed but with --plan"
+    )
     parser.add_argument("--work", type=Path, default=REPO / ".gpu-check", help="database, matrices, runs")
     parser.add_argument(
         "--python",
         default=None,
         help="PyTorch's interpreter (default: bench's pytorch environment, else this interpreter)",
     )
-    parser.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated, of {', '.join(PHASES)}")
+    parser.add_argument(
+        "--phases",
+        default=None,
+        help=f"comma-separated, of {', '.join(PHASES)}: run these, in this order, done or not "
+        "(default: the plan's, within --budget)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=planning.DEFAULT_BUDGET,
+        help="seconds this call may take in all, its start and report included (at most "
+        f"{planning.COMMAND_LIMIT} count; default {planning.DEFAULT_BUDGET}, one 10-minute call)",
+    )
+    parser.add_argument("--plan", action="store_true", help="print the plan and exit (no GPU needed)")
     parser.add_argument(
         "--jax-python",
         default=None,
@@ -96,11 +124,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--wheels", type=Path, default=REPO / ".whl", help="wheels for missing dependencies")
     args = parser.parse_args(argv)
-    args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]
-    unknown = [p for p in args.phases if p not in PHASES]
-    if unknown:
-        parser.error(f"--phases: {unknown[0]} is not one of {', '.join(PHASES)}")
+    if args.out is None and not args.plan:
+        parser.error("--out is required (but with --plan)")
+    if args.phases is not None:
+        args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]
+        unknown = [p for p in args.phases if p not in PHASES]
+        if unknown:
+            parser.error(f"--phases: {unknown[0]} is not one of {', '.join(PHASES)}")
     return args
+
+
+def make_plan(args: argparse.Namespace, started: float) -> planning.Plan:
+    """This call's phases into args (phases, estimates, the time by which a phase must be done),
+    the plan's markdown into args.plan_lines; Stop where the database cannot be read."""
+    try:
+        found = planning.recorded(args.work / "gpu-check.db", args.work)
+    except ValueError as exc:
+        raise Stop(str(exc), EXIT_SETUP) from None
+    seconds = planning.estimates(found)
+    estimated = {phase: s.seconds for phase, s in seconds.items()}
+    order = planning.order_of_value()
+    chosen = planning.plan(estimated, planning.done(found), args.budget, order, args.phases)
+    args.plan_lines = planning.describe(chosen, seconds, args.budget)
+    args.phases, args.estimates = list(chosen.chosen), estimated
+    # A planned call starts a phase only while its estimate still fits (an earlier one may have
+    # overrun its own); phases named by --phases all run.
+    limit = min(args.budget, planning.COMMAND_LIMIT) - planning.REPORT_SECONDS
+    args.deadline = None if chosen.forced else started + limit
+    return chosen
 
 
 def ensure_dependencies(wheels: Path, site: Path) -> dict[str, str]:
@@ -176,16 +227,26 @@ def probe_cuda(python: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()
     args = parse_args(argv)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
+        chosen = make_plan(args, started)
+        if args.plan:
+            print("\n".join(args.plan_lines))
+            return 0
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        if not chosen.chosen and chosen.left:
+            raise Stop(f"the plan runs no phase: {chosen.why}", EXIT_SETUP)
         env = ensure_dependencies(args.wheels, args.work / "site")
         sys.path.insert(0, str(REPO))
         cuda = probe_cuda(pytorch_python(args.python))
+        print("\n".join(["gpu_check: plan", "", *args.plan_lines, ""]), flush=True)
     except Stop as stop:
         line = f"gpu_check: {stop}"
         print(line)
-        args.out.write_text(line + "\n")
+        if args.out is not None:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(line + "\n")
         return stop.code
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import gpu_check_phases

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gpu_check_plan as planning
 import gpu_check_report as report
 
 REPO = Path(__file__).resolve().parent.parent
@@ -149,7 +150,10 @@ def run_all(
     }
     started = time.monotonic()
     timings: dict[str, float] = {}
-    for phase in args.phases:
+    for phase in list(args.phases):
+        if not still_fits(args, phase):
+            args.phases.remove(phase)  # not run: the report lists it for the next slot
+            continue
         begun = time.monotonic()
         print(f"gpu_check: phase {phase}", flush=True)
         if phase == "overhead":
@@ -165,6 +169,23 @@ def run_all(
     checks = write_report(args, env, log, db, work, cuda, jax, timings, started, final=True)
     print(f"gpu_check: report {args.out}: " + report.tally(checks))
     return 1 if any(c.status == "FAIL" for c in checks) else 0
+
+
+def still_fits(args: argparse.Namespace, phase: str) -> bool:
+    """A planned phase starts only if its estimate ends before the call's deadline (an earlier
+    phase may have overrun its own estimate); --phases (no deadline) runs every phase it names."""
+    deadline = getattr(args, "deadline", None)
+    if deadline is None:
+        return True
+    left = deadline - time.monotonic()
+    if args.estimates[phase] <= left:
+        return True
+    print(
+        f"gpu_check: phase {phase} left for the next slot: {args.estimates[phase]:.0f} s estimated, "
+        f"{max(left, 0):.0f} s of the budget left",
+        flush=True,
+    )
+    return False
 
 
 def write_report(
@@ -206,6 +227,9 @@ def write_report(
         if c.missing in done:
             c.status, c.summary = "FAIL", f"phase {c.missing} ran but left no sweep (commands.log says why)"
     text = report.markdown(checks, context)
+    if getattr(args, "plan_lines", None):
+        text += "\n".join(["", "## This call's plan", "", *args.plan_lines]) + "\n"
+    text += "\n".join(planning.next_slot(db, work)) + "\n"
     if not final:
         pending = [p for p in args.phases if p not in timings]
         text = f"**Partial: phases still to run: {', '.join(pending)}.**\n\n" + text if pending else text
