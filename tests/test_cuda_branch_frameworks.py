@@ -6,7 +6,8 @@ a GPU (is there one, what is it, cap its memory, wait for it) with recorders (`S
 the adapter's own cuda code runs in the framework it is written for: device placement, the
 `gpu_memory_budget` call with the object the real framework builds (TensorFlow's
 LogicalDeviceConfiguration, PyTorch's own set_per_process_memory_fraction checks, Paddle's flag
-as Paddle itself reads it at import), the TF32 switches, synchronisation, the setup record.
+as Paddle itself reads it at import), the TF32 switches, synchronisation, the setup record; and
+MXNet's, Singa's and JAX's refusal of a budget they cannot apply.
 What needs a device to run is not driven: building the model on it, pinned batches, the
 steps, NCCL, a real cap refusing an allocation. docs/gpu.md's table says what ran where.
 """
@@ -303,3 +304,47 @@ def test_paddle_reads_the_budget_flag_the_adapter_sets_before_importing_it(tmp_p
     assert got["recorded"] == {"set_device": ["gpu:0"], "syncs": 1, "seeded": [[0, 0]]}  # the run's seed
     assert got["info_budget"] == {"bytes": GIB, "flag_mb": 1024}
     assert (got["device_name"], got["cuda_version"]) == ("stand-in GPU", "12.6")
+
+
+# MXNet, Singa and JAX have no cap bench applies: a cuda run with a budget is `unsupported`. JAX
+# and Singa refuse before they look for a device, so their CPU wheels reach the refusal; MXNet
+# looks first, so its CUDA check is stood in (a CUDA build that sees one GPU).
+REFUSAL_DRIVER = textwrap.dedent(
+    """
+    from tests.driver_checks import configurer, run_checks
+    from workers.adapters import base
+
+
+    def check_refused(framework):
+        if framework == "mxnet":
+            import mxnet as mx
+
+            class StandInFeatures(object):  # stand-in, not a GPU: a CUDA build of MXNet
+                def is_enabled(self, name):
+                    return name == "CUDA"
+
+            mx.runtime.Features = StandInFeatures
+            mx.context.num_gpus = lambda: 1
+        try:
+            configurer(framework, device="cuda", gpu_memory_budget=1 << 30)[1]()
+        except base.Unsupported as exc:
+            return str(exc)
+        return None
+
+
+    run_checks(globals())
+    """
+)
+REFUSALS = {
+    "mxnet": "gpu_memory_budget: MXNet has no per-process cap on device memory (its pool settings only "
+    "shape what it keeps)",
+    "singa": "gpu_memory_budget: Singa has no per-process cap on device memory",
+    "jax": "gpu_memory_budget: JAX caps its memory with XLA_PYTHON_CLIENT_MEM_FRACTION, a fraction it reads "
+    "before it knows the device's size; bench does not set it yet",
+}
+
+
+@pytest.mark.parametrize("framework", sorted(REFUSALS))
+def test_a_framework_without_a_cap_refuses_the_budget_on_cuda(framework, tmp_path):
+    results = drive(framework_python(framework), tmp_path, REFUSAL_DRIVER, [["refused", [framework]]])[0]
+    assert checked(results)("refused") == REFUSALS[framework]
