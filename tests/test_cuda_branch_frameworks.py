@@ -304,6 +304,7 @@ def test_paddle_reads_the_budget_flag_the_adapter_sets_before_importing_it(tmp_p
     assert got["recorded"] == {"set_device": ["gpu:0"], "syncs": 1, "seeded": [[0, 0]]}  # the run's seed
     assert got["info_budget"] == {"bytes": GIB, "flag_mb": 1024}
     assert (got["device_name"], got["cuda_version"]) == ("stand-in GPU", "12.6")
+    assert got["execution"]["tf32_cublas"] is False  # fp32 on cuda: Paddle's cuBLAS TF32 switch off
 
 
 # MXNet, Singa and JAX have no cap bench applies: a cuda run with a budget is `unsupported`. JAX
