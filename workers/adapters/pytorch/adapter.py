@@ -74,13 +74,11 @@ class Adapter(base.Adapter):
             self.device = torch.device("cuda")
             # Let cuDNN pick the fastest algorithms for these shapes; warm-up absorbs the search.
             torch.backends.cudnn.benchmark = True
+            index = _cuda_index(self.config)
             budget = self.gpu_memory_budget()
             if budget:
-                # PyTorch's own cap: its caching allocator raises OutOfMemoryError beyond it.
-                total = torch.cuda.get_device_properties(0).total_memory
-                torch.cuda.set_per_process_memory_fraction(min(1.0, float(budget) / total), 0)
-                info["gpu_memory_budget"] = {"bytes": budget, "fraction": min(1.0, float(budget) / total)}
-            info.update(device_name=torch.cuda.get_device_name(0),
+                info["gpu_memory_budget"] = _memory_budget(torch, budget, index)
+            info.update(device_name=torch.cuda.get_device_name(index),
                         cudnn_version=torch.backends.cudnn.version(), cudnn_benchmark=True)
         elif self.config["device"] == "cpu":
             self.device = torch.device("cpu")
@@ -439,7 +437,7 @@ class Adapter(base.Adapter):
             "max_memory_reserved": int(cuda.max_memory_reserved()),
             "max_memory_allocated": int(cuda.max_memory_allocated()),
             "memory_reserved": int(cuda.memory_reserved()),
-            "total_memory": int(cuda.get_device_properties(0).total_memory),
+            "total_memory": int(cuda.get_device_properties(self.device.index or 0).total_memory),
         }
 
     def oom_types(self):
@@ -559,6 +557,22 @@ def _settings(torch, layout, how):
         "BENCH_TORCH_MEMORY_FORMAT": os.environ.get("BENCH_TORCH_MEMORY_FORMAT"),
         "execution": how,
     }
+
+
+def _cuda_index(config):
+    """The GPU this process runs on: a data-parallel replica's own (its rank: join_replicas()
+    moves it there), else the first."""
+    replica = config.get("replica") or {}
+    return int(replica.get("rank") or 0) if replica.get("count", 1) > 1 else 0
+
+
+def _memory_budget(torch, budget, index):
+    """PyTorch's own cap on GPU ``index``: its caching allocator raises OutOfMemoryError beyond
+    ``budget`` bytes, asked for as a fraction of the card's memory (at most all of it). Returns
+    what the run's setup record says of it."""
+    fraction = min(1.0, float(budget) / torch.cuda.get_device_properties(index).total_memory)
+    torch.cuda.set_per_process_memory_fraction(fraction, index)
+    return {"bytes": budget, "fraction": fraction, "device": index}
 
 
 def _check_cuda(torch):

@@ -63,14 +63,11 @@ class Adapter(base.Adapter):
         device = self.config["device"]
         if device not in ("cpu", "cuda"):
             raise base.not_supported("device", device, self.title, " (cpu or cuda)")
+        budget = None
         if device == "cuda":
             _check_cuda(tf)
-            budget = self.gpu_memory_budget()
-            if budget:
-                # TensorFlow's own cap, a virtual device of that size; set before the context starts.
-                gpu = tf.config.list_physical_devices("GPU")[0]
-                tf.config.set_logical_device_configuration(
-                    gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=budget // (1 << 20))])
+            if self.gpu_memory_budget():  # before the context starts, which fixes the devices
+                budget = _memory_budget(tf, self.gpu_memory_budget())
         info = {
             "framework_version": tf.__version__,
             "keras_version": keras.__version__,
@@ -86,9 +83,8 @@ class Adapter(base.Adapter):
             details = tf.config.experimental.get_device_details(gpu)
             info.update(device_name=details.get("device_name", gpu.name),
                         cudnn_version=tf.sysconfig.get_build_info().get("cudnn_version"))
-            if self.gpu_memory_budget():
-                info["gpu_memory_budget"] = {"bytes": self.gpu_memory_budget(), "logical_device_mb":
-                                             self.gpu_memory_budget() // (1 << 20)}
+            if budget:
+                info["gpu_memory_budget"] = budget
         else:
             self.device = "/CPU:0"
             info["gpus_hidden"] = _hide_gpus(tf)
@@ -452,6 +448,16 @@ def _check_cuda(tf):
         "is built with CUDA {} but sees no GPU".format(tf.sysconfig.get_build_info().get("cuda_version")),
         note=" (tensorflow-cpu)",
         look_at=", CUDA_VISIBLE_DEVICES and the CUDA libraries tensorflow[and-cuda] installs")
+
+
+def _memory_budget(tf, budget):
+    """TensorFlow's own cap: the first GPU made one logical device of ``budget`` bytes, in whole
+    MiB as LogicalDeviceConfiguration's memory_limit takes it (rounded down, so never above the
+    budget; at least 1). Returns what the run's setup record says of it."""
+    mib = max(1, budget >> 20)
+    gpu = tf.config.list_physical_devices("GPU")[0]
+    tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=mib)])
+    return {"bytes": budget, "logical_device_mb": mib}
 
 
 def _hide_gpus(tf):
