@@ -25,6 +25,7 @@ FRAMEWORK_MODULES = frozenset(
     {"torch", "torchvision", "tensorflow", "keras", "tf_keras", "mxnet", "paddle", "singa"}
     | {"jax", "jaxlib", "flax", "optax", "orbax"}
 )
+ADAPTERS = "workers.adapters"  # each framework's adapter: the orchestrator never imports one either
 
 
 @dataclass(frozen=True)
@@ -40,13 +41,16 @@ class Recorded:
         """The processes that imported `module`."""
         return sorted(process for process, names in self.imports.items() if module in names)
 
-    def frameworks(self) -> dict[str, list[str]]:
-        """The processes that imported (or tried to import) a framework, and what of it."""
+    def forbidden(self) -> dict[str, list[str]]:
+        """The processes that imported (or tried to import) a framework or an adapter, and what."""
         found = {
-            process: sorted(n for n in names if n.partition(".")[0] in FRAMEWORK_MODULES)
-            for process, names in self.imports.items()
+            process: sorted(n for n in names if _forbidden(n)) for process, names in self.imports.items()
         }
         return {process: names for process, names in found.items() if names}
+
+
+def _forbidden(module: str) -> bool:
+    return module.partition(".")[0] in FRAMEWORK_MODULES or (module + ".").startswith(ADAPTERS + ".")
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 1800) -> Recorded:
@@ -70,8 +74,10 @@ def bench(cwd: Path, *args: str, timeout: float = 1800) -> Recorded:
     return run(command, cwd, env={**os.environ, "BENCH_DEBUG": "1"}, timeout=timeout)
 
 
-def assert_no_framework(recorded: Recorded) -> None:
-    """bench's process was recorded (an empty record would prove nothing), and no process of the
-    orchestrator's environment imported or tried to import a framework."""
-    assert recorded.importing("orchestrator.cli.main"), sorted(recorded.imports)
-    assert recorded.frameworks() == {}
+def assert_no_framework(recorded: Recorded, *expected: str) -> None:
+    """bench's process was recorded (an empty record would prove nothing), and so were processes
+    importing each of `expected` (profiler.sampler: the samplers bench started); no process of
+    the orchestrator's environment imported or tried to import a framework or an adapter."""
+    for module in ("orchestrator.cli.main", *expected):
+        assert recorded.importing(module), (module, sorted(recorded.imports))
+    assert recorded.forbidden() == {}

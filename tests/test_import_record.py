@@ -1,7 +1,7 @@
 """The import record (tests/import_record.py) sees a framework imported in any way, in any process
-of the orchestrator's environment: planted imports of stand-in framework packages, so the checks
-that bench's sweeps never import a framework (test_<framework>_adapter.py, test_pytorch_runs.py,
-test_across_frameworks.py) can fail."""
+of the orchestrator's environment, and an adapter imported: planted imports of stand-in packages,
+so that the checks that bench's sweeps never import either (test_<framework>_adapter.py,
+test_pytorch_runs.py, test_across_frameworks.py) can fail."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tests import import_record
 SCRIPT = """
 import importlib, subprocess, sys
 import torch.nn                                  # a package found on PYTHONPATH
+import workers.adapters.fault                    # an adapter (no framework: the fault worker's)
 try:
     import jax                                   # an attempt: the environment has none
 except ImportError:
@@ -39,8 +40,9 @@ def test_a_planted_framework_import_is_reported_for_its_process(tmp_path):
         [sys.executable, "script.py"], tmp_path, env={"PYTHONPATH": str(fake), "PATH": "/usr/bin:/bin"}
     )
     assert recorded.returncode == 0 and recorded.stdout == "stand-in\n", recorded.stderr
-    found = recorded.frameworks()
-    assert sorted(found.values()) == [["jax", "paddle", "torch", "torch.nn"], ["mxnet"]]
+    found = recorded.forbidden()
+    adapter = ["workers.adapters", "workers.adapters.base", "workers.adapters.fault"]
+    assert sorted(found.values()) == [["jax", "paddle", "torch", "torch.nn", *adapter], ["mxnet"]]
     [script] = recorded.importing("torch")
     assert script.endswith("script.py") and recorded.importing("mxnet") != [script]
     with pytest.raises(AssertionError):
@@ -50,5 +52,5 @@ def test_a_planted_framework_import_is_reported_for_its_process(tmp_path):
 def test_a_command_that_imports_no_framework_passes(tmp_path):
     recorded = import_record.bench(tmp_path, "--version")
     assert recorded.returncode == 0, recorded.stderr
-    assert recorded.importing("click") and recorded.frameworks() == {}
+    assert recorded.importing("click") and recorded.forbidden() == {}
     import_record.assert_no_framework(recorded)
