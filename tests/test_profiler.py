@@ -211,7 +211,8 @@ def test_gpu_columns_are_empty_without_an_nvidia_driver(sweep):
     run = runs[0]
     assert run["sampler_status"] == "ok"
     assert run["gpu_memory_peak_bytes"] is None
-    assert all(r["gpu_memory_bytes"] is None for r in samples(db, run))
+    stored = samples(db, run)
+    assert len(stored) >= 3 and all(r["gpu_memory_bytes"] is None for r in stored)
     start = next(r for r in sampler_records(run) if r["kind"] == "start")
     assert start["gpu"].startswith("no NVML")
 
