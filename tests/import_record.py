@@ -79,5 +79,6 @@ def assert_no_framework(recorded: Recorded, *expected: str) -> None:
     importing each of `expected` (profiler.sampler: the samplers bench started); no process of
     the orchestrator's environment imported or tried to import a framework or an adapter."""
     for module in ("orchestrator.cli.main", *expected):
-        assert recorded.importing(module), (module, sorted(recorded.imports))
-    assert recorded.forbidden() == {}
+        assert recorded.importing(module), f"no process imported {module}: {sorted(recorded.imports)}"
+    found = recorded.forbidden()
+    assert not found, f"processes of bench's environment imported a framework or an adapter: {found}"

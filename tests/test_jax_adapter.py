@@ -18,9 +18,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from tests import torch_gru
+from tests import import_record, torch_gru
 from tests.drivers import checked, drive, framework_python, run_driver
 from tests.test_tensorflow_adapter import CROSS, TORCH_SIDE
 from workers import models
@@ -356,18 +355,18 @@ def one_thread(jax_python, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def sweep(jax_python, tmp_path_factory):
-    from orchestrator.cli.main import cli
-
+def ran(jax_python, tmp_path_factory):
+    """`bench run` on the matrix in a process of its own, its imports recorded (tests/import_record.py)."""
     path = tmp_path_factory.mktemp("jax-sweep")
     (path / "m.yaml").write_text(MATRIX)
-    cwd = os.getcwd()
-    os.chdir(path)
-    try:
-        ran = CliRunner().invoke(cli, ["run", "--matrix", "m.yaml"], catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
-    assert ran.exit_code == 0, ran.output
+    run = import_record.bench(path, "run", "--matrix", "m.yaml")
+    assert run.returncode == 0, run.stdout + run.stderr
+    return path, run
+
+
+@pytest.fixture(scope="module")
+def sweep(ran):
+    path = ran[0]
     conn = sqlite3.connect(path / "bench.db")
     conn.row_factory = sqlite3.Row
     rows = [
@@ -540,7 +539,10 @@ def test_harness_runs_small_cnn_with_threads_and_an_honest_cuda_outcome(sweep):
     applied = json.loads(one["threads_applied"])
     assert applied["pjrt_nproc"] == "1" and applied["xla_intra_op"] == 1
     assert cuda["outcome"] == "unavailable" and "CPU-only build" in cuda["reason"]
-    assert "jax" not in sys.modules and "flax" not in sys.modules
+
+
+def test_the_orchestrator_never_imported_jax(ran):
+    import_record.assert_no_framework(ran[1], "profiler.sampler")
 
 
 def test_gru_parameter_count_equals_infer(driven):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests import torch_gru
+from tests import import_record, torch_gru
 from tests.drivers import checked, drive, framework_python, run_driver
 from workers import models
 
@@ -299,21 +299,28 @@ def driven(tensorflow_python, pytorch_python, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def sweep(tensorflow_python, tmp_path_factory):
-    """The real harness, once: every model, one thread each (applied before TensorFlow starts)."""
-    from orchestrator.cli.main import cli
-
+def ran(tensorflow_python, tmp_path_factory):
+    """The real harness, once: every model, one thread each (applied before TensorFlow starts);
+    `bench run` in a process of its own, its imports recorded (tests/import_record.py)."""
     path = tmp_path_factory.mktemp("tensorflow-sweep")
     (path / "m.yaml").write_text(MATRIX)
+    run = import_record.bench(path, "run", "--matrix", "m.yaml")
+    assert run.returncode == 0, run.stdout + run.stderr
+    return path, run
+
+
+@pytest.fixture(scope="module")
+def sweep(ran):
+    from orchestrator.cli.main import cli
+
+    path = ran[0]
     cwd = os.getcwd()
     os.chdir(path)
     try:
         runner = CliRunner()
-        ran = runner.invoke(cli, ["run", "--matrix", "m.yaml"], catch_exceptions=False)
         reports = [runner.invoke(cli, ["report", *o], catch_exceptions=False) for o in ([], ["--crashes"])]
     finally:
         os.chdir(cwd)
-    assert ran.exit_code == 0, ran.output
     conn = sqlite3.connect(path / "bench.db")
     conn.row_factory = sqlite3.Row
     rows = [
@@ -425,8 +432,8 @@ def test_is_oom(driven):
     assert driven("oom") == [True, True, True, False, False]
 
 
-def test_the_orchestrator_never_imported_tensorflow(sweep):
-    assert "tensorflow" not in sys.modules and "keras" not in sys.modules
+def test_the_orchestrator_never_imported_tensorflow(ran):
+    import_record.assert_no_framework(ran[1], "profiler.sampler")
 
 
 @pytest.mark.parametrize("name", ADAPTER_MODELS)
