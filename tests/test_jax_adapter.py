@@ -13,7 +13,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -441,12 +440,14 @@ def test_the_cuda_tracer_reads_an_xspace_through_jaxs_own_reader(tmp_path):
     ]
 
 
-def test_module_imports_without_jax():
+def test_module_imports_without_jax(jax_python):
+    """In the framework's own interpreter, where importing the framework would succeed and be seen:
+    only the adapter's setup() imports it."""
     code = (
         "import sys, workers.adapters.jax as j, workers.adapters.jax.trace; "
         "assert not {'jax', 'flax', 'optax'} & set(sys.modules); print(j.Adapter.name)"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([str(jax_python), "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "jax", proc.stderr
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -251,9 +250,13 @@ def sweep(ran):
     return rows, epochs, report, crashes
 
 
-def test_module_imports_without_mxnet():
+def test_module_imports_without_mxnet(mxnet_python):
+    """In the framework's own interpreter, where importing the framework would succeed and be seen:
+    only the adapter's setup() imports it."""
     code = "import sys, workers.adapters.mxnet as m; assert 'mxnet' not in sys.modules; print(m.Adapter.name)"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(mxnet_python), "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "mxnet", proc.stderr
 
 

@@ -13,7 +13,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -335,12 +334,16 @@ def sweep(ran):
     return rows, epochs, reports
 
 
-def test_module_imports_without_tensorflow():
+def test_module_imports_without_tensorflow(tensorflow_python):
+    """In the framework's own interpreter, where importing the framework would succeed and be seen:
+    only the adapter's setup() imports it."""
     code = (
         "import sys, workers.adapters.tensorflow as t; "
         "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules; print(t.Adapter.name)"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(tensorflow_python), "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "tensorflow", proc.stderr
 
 
