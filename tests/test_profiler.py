@@ -227,7 +227,7 @@ def test_swap_is_recorded_only_where_the_machine_has_swap(sweep):
     values = [r["swap_bytes"] for r in samples(db, run)]
     if swap.machine_has_swap():
         assert start["swap"] == swap.SOURCE
-        assert all(v is not None and v >= 0 for v in values)
+        assert values and all(v is not None and v >= 0 for v in values)
         assert run["swap_peak_bytes"] == max(values)
     else:
         assert start["swap"] == "none: the machine has no swap"

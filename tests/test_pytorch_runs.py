@@ -125,7 +125,8 @@ def test_threads_are_applied_and_recorded(sweep):
     assert json.loads(row["threads_applied"])["intra_op"] == 1
     # The OS threads the worker had after each epoch are recorded too (the settings are not the threads).
     _, epochs = sweep
-    assert all(e["os_threads"] >= 1 for e in epochs if e["run_id"] == row["id"])
+    mine = [e["os_threads"] for e in epochs if e["run_id"] == row["id"]]
+    assert len(mine) == 1 and mine[0] >= 1, mine  # its one epoch
 
 
 def test_cuda_without_a_gpu_is_unavailable_with_the_reason(sweep):
@@ -178,7 +179,8 @@ def test_a_language_model_runs_and_counts_its_tokens(sweep):
     assert row["tokens_per_second"] == pytest.approx(row["images_per_second"] * 16)
     gru = next(r for r in rows if r["model"] == "gru")
     assert gru["tokens_per_second"] == pytest.approx(gru["images_per_second"] * 150)
-    assert all(r["tokens_per_second"] is None for r in rows if r["model"] in models.MODELS)
+    images = [r for r in rows if r["model"] in models.MODELS]  # every image model, and the fault's row
+    assert len(images) >= len(RUN_MODELS) and all(r["tokens_per_second"] is None for r in images)
     for report in ("comparison", "results"):  # the plain results table names the unit too
         assert (
             'gpt_tiny: one "image" is one sequence of 16 tokens, each position predicting the next'
