@@ -5,16 +5,13 @@ every framework, each ok or with its honest outcome."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from orchestrator.cli.main import cli as bench_cli
 from orchestrator.config.run_config import FRAMEWORKS, MODELS
+from tests import import_record
 from workers import models
 from workers.models import GPT, LANGUAGE
 
@@ -47,11 +44,11 @@ QUICK = Path(__file__).resolve().parent.parent / "matrices" / "quick.yaml"
 PROBED = tuple(m for m in MODELS if m not in models.MODELS or m == "vit_b16")
 
 
-def test_the_models_no_adapter_test_builds_have_the_same_parameters_in_every_framework():
+def test_the_models_no_adapter_test_builds_have_the_same_parameters_in_every_framework(tmp_path):
     args = ["models", "--format", "json", "--image-size", "64"]
-    result = CliRunner().invoke(bench_cli, args + [f"--model={m}" for m in PROBED])
-    assert result.exit_code == 0, result.output
-    rows = json.loads(result.output)
+    result = import_record.bench(tmp_path, *args, *[f"--model={m}" for m in PROBED])
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = json.loads(result.stdout)
     assert {(r["framework"], r["model"]) for r in rows} == {(f, m) for f in REAL for m in PROBED}
     for row in rows:
         limit = KNOWN_LIMITS.get((row["framework"], row["model"]))
@@ -67,17 +64,12 @@ def test_the_models_no_adapter_test_builds_have_the_same_parameters_in_every_fra
             assert row["output_shape"] == [2, 1000], row
         if row["model"] in REFERENCE_1000:
             assert row["parameters"] == REFERENCE_1000[row["model"]]
-    assert "torch" not in sys.modules and "tensorflow" not in sys.modules
+    import_record.assert_no_framework(result)  # bench models' probes ran in every framework
 
 
 def test_the_quick_matrix_has_a_row_for_every_framework(tmp_path):
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        result = CliRunner().invoke(bench_cli, ["run", "--matrix", str(QUICK)])
-    finally:
-        os.chdir(cwd)
-    assert result.exit_code == 0, result.output
+    result = import_record.bench(tmp_path, "run", "--matrix", str(QUICK))
+    assert result.returncode == 0, result.stdout + result.stderr
     rows = (
         sqlite3.connect(tmp_path / "bench.db")
         .execute("SELECT framework, model, outcome, reason, final_val_accuracy FROM runs")
@@ -90,3 +82,4 @@ def test_the_quick_matrix_has_a_row_for_every_framework(tmp_path):
         else:
             assert outcome == "ok", (framework, model, reason)
             assert 0.0 <= accuracy <= 1.0
+    import_record.assert_no_framework(result, "profiler.sampler")  # a run of every framework

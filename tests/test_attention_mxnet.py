@@ -12,6 +12,7 @@ import pytest
 
 from tests import attention_asserts
 from tests.drivers import checked, drive, framework_python
+from tests.test_modes_mxnet import HAS_BF16_KERNELS, NO_BF16_KERNEL
 
 pytestmark = [pytest.mark.framework]
 
@@ -165,12 +166,14 @@ def test_the_modes_run_or_say_why_not(driven):
     assert training["outcome"] == "Unsupported" and "no backward" in training["reason"], training
 
 
-def test_bf16_runs_or_is_unsupported_with_the_reason(driven):
+def test_bf16_runs_where_the_cpu_has_the_kernels_else_says_which_is_missing(driven):
     got = driven("modes-bf16")
-    # MXNet 1.9.1's bfloat16 kernels are oneDNN's and need AVX-512 (modes.py checks before amp.init)
-    if got["outcome"] != "ok":
-        assert got["outcome"] == "Unsupported" and "bfloat16" in got["reason"], got
+    # MXNet 1.9.1's bfloat16 kernels are oneDNN's and need AVX-512 (modes.py checks before amp.init):
+    # test_modes_mxnet's rule, by /proc/cpuinfo's flags
+    if not HAS_BF16_KERNELS:
+        assert got["outcome"] == "Unsupported" and NO_BF16_KERNEL in got["reason"], got
         return
+    assert got["outcome"] == "ok", got
     # the projections ran in bfloat16; the fused attention products (float32 only on CPU) in float32
     dtypes = got["execution"]["compute_dtypes"]
     assert dtypes["matmul"] == "bfloat16", dtypes

@@ -155,6 +155,7 @@ def test_each_attention_projection_draws_its_own_glorot_uniform(driven):
     draws each again from its own seed (query, key and value alike would be a different model)."""
     got = driven("how")
     bound = math.sqrt(6 / (64 + 64))
-    assert not any(got["kernels_alike"]), got
+    assert len(got["kernels_max"]) == len(got["kernels_std"]) == 4, got  # query, key, value, output
+    assert got["kernels_alike"] == [False] * 6, got  # no two of the four alike
     assert all(bound * 0.9 < m <= bound for m in got["kernels_max"]), got
     assert all(s == pytest.approx(bound / math.sqrt(3), rel=0.05) for s in got["kernels_std"]), got

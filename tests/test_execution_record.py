@@ -243,6 +243,11 @@ def test_the_fault_worker_takes_mode_precision_and_a_target(write_matrix, cli):
     write_matrix("include:\n  - {framework: fault, mode: compiled, precision: bf16, target_accuracy: 0.5}\n")
     result = cli("run", "--matrix", "m.yaml", "--dry-run")
     assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[-1] == "1 configurations, 1 to run", result.output
+    common = next(line for line in lines if line.startswith("common to all: "))
+    assert common.startswith("common to all: framework=fault, "), common
+    assert common.endswith(", fault=ok, mode=compiled, precision=bf16, target_accuracy=0.5"), common
 
 
 def test_the_live_line_counts_warmup_steps_past_warmup_steps(tmp_path):

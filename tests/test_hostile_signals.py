@@ -274,15 +274,27 @@ def test_the_event_writer_slows_down_past_its_limit(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "line", ['{"event": "step"}', "[1, 2]", '"text"', '{"event": "phase", "phase": {"x": 1}}']
+    ("line", "shown"),
+    [
+        ('{"event": "step"}', "x warmup step"),  # no step number: none shown, not "None"
+        ("[1, 2]", "x"),  # not an event: the run's label alone
+        ('"text"', "x"),
+        ('{"event": "phase", "phase": {"x": 1}}', "x {'x': 1}"),
+        ('{"event": "phase", "phase": "\\u001b]0;t\\u0007"}', "x \\x1b]0;t\\x07"),  # shown, not sent
+    ],
 )
-def test_the_progress_line_survives_any_last_event(tmp_path, line):
+def test_the_progress_line_survives_any_last_event(tmp_path, line, shown):
     import io
 
     (tmp_path / "events.jsonl").write_text(line + "\n")
-    progress = Progress(1, stream=io.StringIO(), live=True)
+    stream = io.StringIO()
+    progress = Progress(1, stream=stream, live=True)
     progress.label, progress.run_dir = "x", tmp_path
     progress.tick()
+    written = stream.getvalue()
+    assert written.startswith("\r\x1b[2K[0/1] "), ascii(written)
+    assert written.rstrip(" ").endswith(f"| {shown}"), ascii(written)
+    assert not {"\n", "\x1b", "\x07"} & set(written.removeprefix("\r\x1b[2K"))  # only our own sequence
 
 
 def test_progress_outlives_a_closed_terminal():

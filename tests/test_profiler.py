@@ -222,7 +222,8 @@ def test_gpu_columns_are_empty_without_an_nvidia_driver(sweep):
     run = runs[0]
     assert run["sampler_status"] == "ok"
     assert run["gpu_memory_peak_bytes"] is None
-    assert all(r["gpu_memory_bytes"] is None for r in samples(db, run))
+    stored = samples(db, run)
+    assert len(stored) >= 3 and all(r["gpu_memory_bytes"] is None for r in stored)
     start = next(r for r in sampler_records(run) if r["kind"] == "start")
     assert start["gpu"].startswith("no NVML")
 
@@ -237,7 +238,7 @@ def test_swap_is_recorded_only_where_the_machine_has_swap(sweep):
     values = [r["swap_bytes"] for r in samples(db, run)]
     if swap.machine_has_swap():
         assert start["swap"] == swap.SOURCE
-        assert all(v is not None and v >= 0 for v in values)
+        assert values and all(v is not None and v >= 0 for v in values)
         assert run["swap_peak_bytes"] == max(values)
     else:
         assert start["swap"] == "none: the machine has no swap"

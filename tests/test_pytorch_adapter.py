@@ -7,7 +7,6 @@ torch never enters this pytest process: one driver script runs every check in a 
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -200,11 +199,16 @@ def driven(pytorch_python, tmp_path_factory):
     return checked(drive(pytorch_python, tmp_path_factory.mktemp("pytorch"), DRIVER, CHECKS)[0])
 
 
-def test_module_imports_without_torch():
+@pytest.mark.framework
+def test_module_imports_without_torch(pytorch_python):
+    """In the framework's own interpreter, where importing the framework would succeed and be seen:
+    only the adapter's setup() imports it."""
     code = (
         "import sys, workers.adapters.pytorch as p; assert 'torch' not in sys.modules; print(p.Adapter.name)"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(pytorch_python), "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "pytorch", proc.stderr
 
 

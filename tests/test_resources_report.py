@@ -113,7 +113,9 @@ def test_report_resources_table_and_comparisons(bench):
 def test_report_resources_csv_and_markdown(bench):
     rows = list(csv.DictReader(io.StringIO(bench("report", "--resources", "--format", "csv").output)))
     assert len(rows) == 6 and {"rss_peak_bytes", "cpu_percent_mean", "threads_steady"} <= set(rows[0])
-    assert all(r["rss_peak_bytes"].isdigit() for r in rows if r["sampler_status"] == "ok")
+    sampled = [r for r in rows if r["sampler_status"] == "ok"]  # all but the run without a sampler
+    assert len(sampled) == 5 and all(int(r["rss_peak_bytes"]) >= HOLD_MB * MIB for r in sampled)
+    assert [r["rss_peak_bytes"] for r in rows if r["sampler_status"] == "off"] == [""]
     md = bench("report", "--resources", "--format", "markdown").output
     assert md.count("| framework |") == 3  # the runs and both comparisons
 

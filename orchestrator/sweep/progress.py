@@ -80,7 +80,7 @@ def where_in_run(events: _Events, config: RunConfig | None) -> str:
         return where if isinstance(where, str) else safe_line(where)
     step, epoch = _count(event.get("step")), _count(event.get("epoch"))
     steps = _count(events.phase.get("steps"))
-    of_steps = f"step {step}" + (f"/{steps}" if steps else "")
+    of_steps = "step" + (f" {step}" if step is not None else "") + (f"/{steps}" if steps else "")
     if not epoch:
         most = _count(events.phase.get("most"))
         if steps and step is not None and step > steps:  # past warmup_steps, until steady
