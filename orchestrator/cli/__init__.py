@@ -10,6 +10,7 @@
     train.py             bench train: one configuration from the command line
     hint.py              the command that finishes an interrupted one
     dry_run.py           --dry-run's table of the settings in which configurations differ
+    calibrate.py         bench calibrate: the sweep's calibration timed now, against a recorded sweep's
 
 May import every package: it is the top.
 """

@@ -6,6 +6,11 @@ every failure into a `DatasetError` naming the file: never another exception, ne
 a hang, never more memory than the limits allow. Nothing here runs code a file names: the pickle
 reader walks the opcodes itself and builds only plain containers and numeric numpy arrays.
 
+    pickles.py         CIFAR's pickles, read by walking the opcodes (no code a file names is run)
+    pickled_numpy.py   the few numpy reconstructors a data pickle may name, checked before built
+    npz.py             `.npz` archives (Keras's imdb.npz): the zip and each `.npy` member's sizes checked
+    images.py          image folders, decoded with Pillow after the pixel count is checked
+
 May import numpy, Pillow (lazily, in `images`) and `orchestrator.errors`; nothing else of bench's.
 """
 
