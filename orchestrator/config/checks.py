@@ -26,6 +26,7 @@ from orchestrator.config.run_config import (
     validate_field,
 )
 from orchestrator.errors import DatabaseError
+from workers import frameworks
 from workers.models import GPT, check_image_size
 
 # A problem: the keys that may be blamed (most specific first) and the message.
@@ -77,9 +78,10 @@ def cross_field_problem(
 def execution_problem(config: RunConfig) -> Problem | None:
     """The rules of the execution settings (docs/matrix.md). The fault worker takes mode, precision
     and a target (it reports them, and its `learn` fault reaches targets), not compile_mode."""
-    if config.compile_mode is not None and (config.framework != "pytorch" or config.mode != "compiled"):
+    takes = [f.name for f in frameworks.FRAMEWORKS if f.compile_mode]
+    if config.compile_mode is not None and (config.framework not in takes or config.mode != "compiled"):
         return ("compile_mode", "mode", "framework"), (
-            "torch.compile's mode: only applies to framework pytorch with mode compiled"
+            f"torch.compile's mode: only applies to framework {' or '.join(takes)} with mode compiled"
         )
     if config.stop_at_target and config.target_accuracy is None:
         return ("stop_at_target", "target_accuracy"), "needs target_accuracy: the accuracy to stop at"

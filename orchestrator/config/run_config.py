@@ -25,9 +25,10 @@ from orchestrator.config.values import (
     shown,
 )
 from workers import execution as modes
+from workers import frameworks
 from workers import models as definition
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax", "fault")
+FRAMEWORKS = frameworks.NAMES  # workers/frameworks.py: what bench knows of each framework
 # The model names are the one model definition's (workers/models/), never restated here.
 MODELS = definition.ALL_MODELS
 RECURRENT_MODELS = definition.RECURRENT  # sequence classifiers (the GRU): token ids in, a class out

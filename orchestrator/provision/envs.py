@@ -24,6 +24,7 @@ from pathlib import Path
 from orchestrator.config.run_config import FRAMEWORKS
 from orchestrator.errors import ConfigError, EnvironmentSetupError
 from orchestrator.provision.short_run import run_short
+from workers import frameworks
 
 log = logging.getLogger(__name__)
 
@@ -38,17 +39,10 @@ REGISTRY_LIMIT = 1 << 20  # bytes: external.json holds a few entries of a few hu
 ENTRY_KEYS = frozenset(
     {"python", "python_version", "framework_version", "build", "cuda_version", "registered_at"}
 )
-# The distribution whose version identifies each framework (read without importing it).
-DISTRIBUTIONS = {
-    "pytorch": "torch",
-    "tensorflow": "tensorflow-cpu",
-    "mxnet": "mxnet",
-    "paddle": "paddlepaddle",
-    "singa": "singa",
-    "jax": "jax",
-}
-# Frameworks whose only wheels need another Python than the orchestrator's.
-PYTHON_SERIES = {"singa": "3.6"}
+# The distribution whose version identifies each framework (read without importing it), and the
+# frameworks whose only wheels need another Python than the orchestrator's (workers/frameworks.py).
+DISTRIBUTIONS = {f.name: f.distribution for f in frameworks.FRAMEWORKS if f.distribution}
+PYTHON_SERIES = {f.name: f.python_series for f in frameworks.FRAMEWORKS if f.python_series}
 # The newest pip each old series can run. Needed because a package index may list pip releases
 # without their Requires-Python, and the venv's own pip (18.1 on 3.6) cannot read manylinux2014.
 PIP_FOR_SERIES = {"3.6": "pip<22"}

@@ -26,6 +26,7 @@ from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.config.values import cut
 from orchestrator.storage.db import Database
 from profiler.disturbance import COMPILE_SLACK_SECONDS
+from workers import frameworks
 from workers.execution import DEFAULT_MODES, DEFAULT_PRECISION, MODES, PRECISIONS, default_mode
 from workers.models import RECURRENT
 
@@ -50,10 +51,15 @@ LABEL_LIMIT = 40  # characters of a stored mode or precision shown; a stored val
 def ran_mode(db: Database) -> Any:
     """SQL: the mode a run ran (its recorded one; else its configuration's; else its framework's default)."""
     r = db.runs
-    # workers.execution.default_mode in SQL: TensorFlow on a GPU ran XLA unless the model has a GRU.
-    xla = sa.and_(r.c.framework == "tensorflow", r.c.device == "cuda", r.c.model.notin_(RECURRENT))
+    # workers.execution.default_mode in SQL: a framework's own default on a GPU (TensorFlow's XLA)
+    # unless the model is recurrent, else its default.
+    on_cuda = [
+        (sa.and_(r.c.framework == f.name, r.c.device == "cuda", r.c.model.notin_(RECURRENT)), f.cuda_mode)
+        for f in frameworks.FRAMEWORKS
+        if f.cuda_mode
+    ]
     default = sa.case(
-        (xla, "compiled"),
+        *on_cuda,
         *((r.c.framework == framework, mode) for framework, mode in DEFAULT_MODES.items()),
         else_="eager",
     )

@@ -20,6 +20,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
 from orchestrator.text.terminal import safe
+from workers import frameworks
 
 MIB = 1 << 20
 DPI = 150
@@ -27,16 +28,8 @@ SPARSE = 40  # fewer samples than this: each is drawn as a dot too
 WIDTH = 8.0  # inches: a page's text width with margins, so the PNG prints at 100 %
 MARKERS = "osD^v<>Ph*Xp"
 LINESTYLES = ("-", "--", ":", "-.")
-# One colour per framework in every figure (colour-blind-safe, from Okabe and Ito).
-FRAMEWORK_COLOURS = {
-    "pytorch": "#D55E00",
-    "tensorflow": "#E69F00",
-    "mxnet": "#0072B2",
-    "paddle": "#009E73",
-    "singa": "#CC79A7",
-    "jax": "#56B4E9",
-    "fault": "#555555",
-}
+# One colour per framework in every figure (workers/frameworks.py).
+FRAMEWORK_COLOURS = {f.name: f.colour for f in frameworks.FRAMEWORKS}
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 OUTCOME_COLOURS = {
     "ok": "#8fd18f",
