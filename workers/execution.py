@@ -5,21 +5,15 @@ orchestrator's configuration reads its names). docs/fairness.md says what each f
 each mode and precision, and why bench's default for it is what it is.
 """
 
+from workers import frameworks
+
 # How a step runs. eager: operation by operation; graph: the framework captures a graph and runs
 # it, without a compiler that generates fused code; compiled: a compiler that generates fused code.
 MODES = ("eager", "graph", "compiled")
 
 # What a run leaves unset (mode: null) resolves to: the way bench ran each framework before modes
-# were an axis, which is also the way its users most often run it.
-DEFAULT_MODES = {
-    "pytorch": "eager",
-    "tensorflow": "graph",
-    "mxnet": "graph",
-    "paddle": "eager",
-    "jax": "compiled",
-    "singa": "graph",
-    "fault": "eager",
-}
+# were an axis, which is also the way its users most often run it (workers/frameworks.py).
+DEFAULT_MODES = dict((f.name, f.default_mode) for f in frameworks.FRAMEWORKS)
 
 # fp32: float32 throughout. bf16 and fp16: mixed precision the way the framework's users do it
 # (float32 parameters, 16-bit compute where the framework chooses it, a loss scaler for fp16).
@@ -32,13 +26,15 @@ def default_mode(config):
     """The mode a run that leaves it unset resolves to (DEFAULT_MODES), with one exception:
     TensorFlow on a GPU ran XLA before modes were an axis (Keras's jit_compile="auto"), except for
     a model with a GRU, whose cuDNN kernel XLA cannot compile."""
-    framework = config.get("framework")
-    if framework == "tensorflow" and config.get("device") == "cuda":
+    framework = frameworks.BY_NAME.get(config.get("framework"))
+    if framework is None:
+        return "eager"
+    if framework.cuda_mode and config.get("device") == "cuda":
         from workers import models
 
         if config.get("model") not in models.RECURRENT:
-            return "compiled"
-    return DEFAULT_MODES.get(framework, "eager")
+            return framework.cuda_mode
+    return framework.default_mode
 
 
 def mode_of(config):
