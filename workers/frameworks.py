@@ -4,7 +4,6 @@ Standard library only and Python 3.6 code (every framework's interpreter imports
 package, and the orchestrator reads this module as it reads workers/execution.py). Each field:
 
     name            the value of a matrix's `framework:`, the adapter's folder, the environment's
-    label           how reports and figures name it
     distribution    the package whose installed version identifies the framework (read without
                     importing it); None for the fault worker, which has no environment
     python_series   the Python its only wheels need, where that is not the orchestrator's
@@ -19,17 +18,17 @@ import collections
 
 Framework = collections.namedtuple(
     "Framework",
-    "name label distribution python_series default_mode cuda_mode compile_mode colour",
+    "name distribution python_series default_mode cuda_mode compile_mode colour",
 )
 
 FRAMEWORKS = (
-    Framework("pytorch", "PyTorch", "torch", None, "eager", None, True, "#D55E00"),
-    Framework("tensorflow", "TensorFlow", "tensorflow-cpu", None, "graph", "compiled", False, "#E69F00"),
-    Framework("mxnet", "MXNet", "mxnet", None, "graph", None, False, "#0072B2"),
-    Framework("paddle", "PaddlePaddle", "paddlepaddle", None, "eager", None, False, "#009E73"),
-    Framework("singa", "Singa", "singa", "3.6", "graph", None, False, "#CC79A7"),
-    Framework("jax", "JAX", "jax", None, "compiled", None, False, "#56B4E9"),
-    Framework("fault", "fault worker", None, None, "eager", None, False, "#555555"),
+    Framework("pytorch", "torch", None, "eager", None, True, "#D55E00"),
+    Framework("tensorflow", "tensorflow-cpu", None, "graph", "compiled", False, "#E69F00"),
+    Framework("mxnet", "mxnet", None, "graph", None, False, "#0072B2"),
+    Framework("paddle", "paddlepaddle", None, "eager", None, False, "#009E73"),
+    Framework("singa", "singa", "3.6", "graph", None, False, "#CC79A7"),
+    Framework("jax", "jax", None, "compiled", None, False, "#56B4E9"),
+    Framework("fault", None, None, "eager", None, False, "#555555"),
 )
 
 BY_NAME = dict((f.name, f) for f in FRAMEWORKS)
