@@ -90,6 +90,12 @@ def materialise(root: Path | None = None) -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         staging = _copy_into(root, package)
+        if _usable(target):  # another bench made it meanwhile
+            shutil.rmtree(staging, ignore_errors=True)
+            return target
+        if target.is_dir() and not target.is_symlink() and target.stat().st_uid == os.getuid():
+            # Incomplete, and it can never become complete: copies are renamed into place whole.
+            shutil.rmtree(target, ignore_errors=True)
         try:
             staging.rename(target)
         except OSError:  # another bench made it meanwhile: use theirs
