@@ -4,6 +4,8 @@ recorded commit of a checkout (tests/test_installed.py has the installed side)."
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,26 @@ def test_a_bench_outside_a_checkout_records_its_version(tmp_path, monkeypatch):
         assert hostinfo.git_commit() == f"bench {hostinfo.bench_version()} (installed)"
     finally:
         hostinfo.git_commit.cache_clear()
+
+
+def test_copies_unused_for_a_month_go_when_a_new_one_is_made(package, tmp_path):
+    old = make(tmp_path / "cache")
+    recent = tmp_path / "cache" / "recent"
+    (recent / "workers").mkdir(parents=True)
+    (recent / worker_tree.COMPLETE).write_text("")
+    month = time.time() - (worker_tree.UNUSED_DAYS + 1) * 86400
+    os.utime(old / worker_tree.COMPLETE, (month, month))
+    partial = tmp_path / "cache" / ".partial-x"
+    partial.mkdir()
+    os.utime(partial, (month, month))
+    (package / "runner.py").write_text("STEP = 3\n")
+    new = make(tmp_path / "cache")
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([new.name, "recent"])
+
+
+def test_a_copy_in_use_is_touched_so_it_is_kept(package, tmp_path):
+    folder = make(tmp_path / "cache")
+    month = time.time() - (worker_tree.UNUSED_DAYS + 1) * 86400
+    os.utime(folder / worker_tree.COMPLETE, (month, month))
+    assert make(tmp_path / "cache") == folder
+    assert (folder / worker_tree.COMPLETE).stat().st_mtime > time.time() - 60

@@ -7,7 +7,7 @@ profiler, tests). So the package is copied into a folder of its own, once for ea
 `$XDG_CACHE_HOME/bench/workers/<digest>/workers` (~/.cache): a new bench, or an edited worker in a
 checkout, gets a new folder, and an unchanged one reuses it. The copy is made in a temporary folder
 and renamed into place, so a worker never sees half of one; where the cache cannot be written, a
-private temporary folder of this process serves instead.
+private temporary folder of this process serves instead. Copies unused for a month are removed.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from orchestrator.errors import BenchError
@@ -28,7 +29,8 @@ log = logging.getLogger(__name__)
 PACKAGE = "workers"
 DIGEST_CHARS = 16
 SKIPPED = ("__pycache__", "*.pyc")
-COMPLETE = ".complete"  # written last in a copy: a folder without it is not used
+COMPLETE = ".complete"  # written last in a copy: a folder without it is not used; touched at each use
+UNUSED_DAYS = 30  # a copy no bench has used for this long is removed when a new one is made
 
 
 def package_dir() -> Path:
@@ -78,6 +80,27 @@ def _usable(folder: Path) -> bool:
     return folder.is_dir() and info.st_uid == os.getuid() and (folder / COMPLETE).is_file()
 
 
+def _touch(folder: Path) -> None:
+    try:
+        os.utime(folder / COMPLETE)
+    except OSError:
+        pass
+
+
+def _prune(root: Path, keep: Path) -> None:
+    """Remove the copies no bench has used for UNUSED_DAYS, and partial ones as old (a bench
+    killed while copying); a running bench touched its copy when it started using it."""
+    limit = time.time() - UNUSED_DAYS * 86400
+    for folder in root.iterdir():
+        marker = folder / COMPLETE if (folder / COMPLETE).exists() else folder
+        try:
+            unused = folder != keep and not folder.is_symlink() and marker.stat().st_mtime < limit
+        except OSError:
+            continue
+        if unused and folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 @functools.cache
 def materialise(root: Path | None = None) -> Path:
     """The folder to put on a worker's PYTHONPATH (``root``: the cache folder, by default
@@ -86,12 +109,14 @@ def materialise(root: Path | None = None) -> Path:
     root = root or cache_root()
     target = root / digest(package)
     if _usable(target):
+        _touch(target)
         return target
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         staging = _copy_into(root, package)
         if _usable(target):  # another bench made it meanwhile
             shutil.rmtree(staging, ignore_errors=True)
+            _touch(target)
             return target
         if target.is_dir() and not target.is_symlink() and target.stat().st_uid == os.getuid():
             # Incomplete, and it can never become complete: copies are renamed into place whole.
@@ -101,6 +126,7 @@ def materialise(root: Path | None = None) -> Path:
         except OSError:  # another bench made it meanwhile: use theirs
             shutil.rmtree(staging, ignore_errors=True)
         if _usable(target):
+            _prune(root, keep=target)
             return target
         raise OSError(f"{target} is not a complete copy of this user's")
     except OSError as exc:
