@@ -9,13 +9,14 @@ It never imports a deep learning framework: a run is another interpreter's proce
     bench report  cli → report (selection → table or figure → text, CSV, JSON, HTML) → storage
 
 provision (framework environments, datasets, the machine) serves launch and the CLI; text
-(terminal-safe output, rendered rows) and errors sit below everything. LAYERS says which
+(terminal-safe output, rendered rows), errors and shipped (where schema.sql and the pinned
+requirements are) sit below everything. LAYERS says which
 package may import which; tests/test_layering.py keeps it so (docs/architecture.md).
 """
 
 __version__ = "0.1.0"
 
-# Which packages each package may import (errors.py, below all, may be imported by any).
+# Which packages each package may import (errors.py and shipped.py, below all, may be imported by any).
 LAYERS: dict[str, tuple[str, ...]] = {
     "text": (),
     "config": ("text",),

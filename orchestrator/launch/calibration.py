@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from orchestrator.launch.execute import THREAD_VARIABLES
-from orchestrator.launch.sidecar import PROFILER_PARENT
+from orchestrator.launch.sidecar import profiler_pythonpath
 from orchestrator.text.terminal import safe_line
 from profiler import disturbance
 from profiler.calibration import FIGURES, figure
@@ -49,7 +49,7 @@ def take(timeout: float = TIMEOUT) -> dict[str, Any]:
     env = dict(os.environ)
     for name in THREAD_VARIABLES:
         env[name] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROFILER_PARENT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = profiler_pythonpath(env.get("PYTHONPATH"))
     before, own = disturbance.read_stat(), _bench_seconds()
     try:
         proc = subprocess.run(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,30 +17,18 @@ from orchestrator.launch import orphans, outcomes, tracing
 from orchestrator.launch.process import Finished, run_worker
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.launch.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
-from orchestrator.provision import envs
+from orchestrator.provision import envs, worker_tree
 from profiler import timeline as timelines
 
-WORKERS_PARENT = Path(__file__).resolve().parents[2]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # Inherited variables that would make the framework's interpreter see the orchestrator's packages.
 DROPPED_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
 
 
 def workers_path() -> Path:
-    """A directory whose only importable content that matters is the `workers` package.
-
-    In a checkout that is the repository; in an installed bench it would be site-packages,
-    whose numpy and friends must not leak into a framework's environment, so a directory
-    holding just a link to the package is used instead.
-    """
-    if (WORKERS_PARENT / "pyproject.toml").exists():
-        return WORKERS_PARENT
-    link_dir = Path(tempfile.gettempdir()) / f"bench-workers-{os.getuid()}"
-    link = link_dir / "workers"
-    if not link.exists():
-        link_dir.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(WORKERS_PARENT / "workers", target_is_directory=True)
-    return link_dir
+    """The folder on the worker's PYTHONPATH: a copy of bench's `workers` package and nothing else
+    of bench (orchestrator/provision/worker_tree.py)."""
+    return worker_tree.materialise()
 
 
 def worker_env(config: RunConfig, threads: int | None = None) -> tuple[dict[str, str], dict[str, str]]:

@@ -9,17 +9,18 @@ from __future__ import annotations
 import os
 import select
 import signal
+import site
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import profiler
 from orchestrator.launch.orphans import TOKEN_VARIABLE
 from orchestrator.launch.process import die_with_parent, signals_blocked
 from profiler.sampler import READY as READY_LINE
 
-PROFILER_PARENT = Path(__file__).resolve().parents[2]
 SAMPLES_FILE = "samples.jsonl"
 # After the worker has gone, the sampler takes its last sample and exits; this is plenty.
 STOP_GRACE_SECONDS = 3.0
@@ -27,6 +28,17 @@ STOP_GRACE_SECONDS = 3.0
 # fraction of a second on a quiet machine, seconds on a loaded one. A sampler that is not ready by
 # then is not waited for: the run goes on, and the sampler starts watching when it can.
 READY_SECONDS = 20.0
+
+
+def profiler_pythonpath(inherited: str | None) -> str:
+    """The PYTHONPATH for bench's interpreter running the sampler or the calibration (its
+    environment is bench's own): in a checkout the repository goes first, so `-m profiler.*` finds
+    the checkout's from a run folder; an installed profiler is in site-packages, on the path
+    already, and site-packages is never put ahead of the standard library."""
+    parent = Path(profiler.__file__).resolve().parent.parent
+    sites = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
+    first = [] if parent in sites else [str(parent)]
+    return os.pathsep.join(filter(None, [*first, inherited]))
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ class Sidecar:
         env = dict(os.environ)
         if token:
             env[TOKEN_VARIABLE] = token
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROFILER_PARENT), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = profiler_pythonpath(env.get("PYTHONPATH"))
         with open(self.run_dir / "sampler.log", "wb") as log, signals_blocked():
             self.proc = subprocess.Popen(
                 self.command(),

@@ -5,6 +5,7 @@
     short_run.py     a short outside program run with bounded output and a deadline
     datasets.py      real datasets decoded and resized once into a cached array file; datafiles/
                      reads CIFAR pickles, .npz and image folders as hostile input (docs/datasets.md)
+    worker_tree.py   the copy of bench's workers package that a worker's PYTHONPATH names, alone
     hostinfo.py      facts about the machine and a fingerprint that keeps machines apart in reports
 
 May import: text, config. Starting a worker is launch's part: `bench env use` hands its check in.

@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import shipped
 from orchestrator.config.run_config import FRAMEWORKS
 from orchestrator.errors import ConfigError, EnvironmentSetupError
 from orchestrator.provision.short_run import run_short
@@ -28,7 +29,6 @@ from workers import frameworks
 
 log = logging.getLogger(__name__)
 
-REQUIREMENTS_DIR = Path(__file__).resolve().parents[2] / "envs"
 MARKER = "bench-env.json"
 # Interpreters registered with `bench env use`, per env dir: {framework: {python, versions, build}}.
 EXTERNAL_FILE = "external.json"
@@ -62,7 +62,7 @@ VARIANTS = ("auto", "cpu", "cuda")
 
 def requirements_file(framework: str, variant: str = "cpu") -> Path:
     """envs/<framework>.txt (CPU builds) or envs/<framework>-cuda.txt (GPU builds)."""
-    return REQUIREMENTS_DIR / (f"{framework}.txt" if variant == "cpu" else f"{framework}-{variant}.txt")
+    return shipped.path("envs") / (f"{framework}.txt" if variant == "cpu" else f"{framework}-{variant}.txt")
 
 
 def choose_variant(framework: str, requested: str = "auto", has_gpu: bool | None = None) -> str:

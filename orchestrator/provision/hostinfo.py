@@ -9,9 +9,14 @@ import platform
 import shutil
 import socket
 import subprocess
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from orchestrator import __version__
+
+# The checkout bench runs from, if it runs from one (an editable install); an installed bench's
+# modules are in site-packages, which no git repository of bench's holds.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -53,8 +58,24 @@ def _gpus() -> tuple[str | None, str | None]:
     return "; ".join(r[0] for r in rows), rows[0][-1]
 
 
+def bench_version() -> str:
+    try:
+        return metadata.version("bench")
+    except metadata.PackageNotFoundError:
+        return __version__
+
+
+def _is_checkout(root: Path) -> bool:
+    """bench's own repository, not one that merely encloses an installed bench's site-packages."""
+    return (root / ".git").exists() and (root / "pyproject.toml").is_file() and (root / "workers").is_dir()
+
+
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str | None:
+    """What bench a sweep ran: the checkout's commit (with -dirty for uncommitted changes), or for
+    an installed bench "bench <version> (installed)"."""
+    if not _is_checkout(REPO_ROOT):
+        return f"bench {bench_version()} (installed)"
     try:
         out = subprocess.run(
             ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],

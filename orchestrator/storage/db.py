@@ -22,10 +22,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from orchestrator import shipped
 from orchestrator.errors import DatabaseError
 from orchestrator.storage import migrate, postgres, sqlite_schema
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schema.sql"
+SCHEMA_PATH = shipped.path("schema.sql")
 DEFAULT_URL = "sqlite:///bench.db"
 BUSY_TIMEOUT_MS = 30_000
 ROW_BATCH = 5000
