@@ -120,7 +120,7 @@ class Adapter(base.Adapter):
         written = sorted(op for op in attention.HOW if attention.uses(arch["layers"], op))
         if written:  # the attention models: how their nodes are written (docs/frameworks/mxnet.md)
             self.execution["layers"] = dict((op, attention.HOW[op]) for op in written)
-        modes.prepare(self, net, self.loss_fn)
+        modes.prepare(self, net, self.loss_fn, self._input)
         self.trainer = self._make_trainer()
         self._loss_sum = mx.nd.zeros((1,), ctx=self.ctx)
         self._steps = 0

@@ -171,7 +171,7 @@ class Adapter(base.Adapter):
         self._initial = [t.clone() for t in self._states]
         self._steps = 0
         self.graph_runs = 0
-        self.execution["compute_dtypes"] = modes.compute_dtypes(self, sg, arch)
+        self.execution["compute_dtypes"] = modes.compute_dtypes(sg, arch, self._tx, self._params)
         used = set(node["op"] for node in modes.nodes(arch["layers"]))
         if used & set(layers.attention.HOW):
             self.execution["layers"] = dict((op, layers.attention.HOW[op]) for op in sorted(used)
