@@ -10,13 +10,11 @@ parameters, so reset() loads the initial weights into the module itself; bf16 an
 ``torch.autocast`` around the forward pass and the loss (fp16 with ``torch.amp.GradScaler``).
 """
 
-import os
 import platform
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.pytorch import layers, modes
-
+from workers.adapters.pytorch import env, layers, modes
 
 
 class Adapter(base.Adapter):
@@ -52,7 +50,7 @@ class Adapter(base.Adapter):
             raise base.Unavailable("cannot import torch ({}); install it in this environment "
                                    "(bench env setup pytorch)".format(exc)) from exc
         self.torch = torch
-        threads = _apply_threads(torch, int(self.config.get("threads") or 0))
+        threads = env.apply_threads(torch, int(self.config.get("threads") or 0))
         torch.manual_seed(self.config["seed"])
         info = {
             "framework_version": torch.__version__,
@@ -63,15 +61,15 @@ class Adapter(base.Adapter):
             "build": "cuda" if torch.version.cuda else "cpu",
         }
         if self.config["device"] == "cuda":
-            _check_cuda(torch)
+            env.check_cuda(torch)
             self.cuda = True
             self.device = torch.device("cuda")
             # Let cuDNN pick the fastest algorithms for these shapes; warm-up absorbs the search.
             torch.backends.cudnn.benchmark = True
-            index = _cuda_index(self.config)
+            index = env.cuda_index(self.config)
             budget = self.gpu_memory_budget()
             if budget:
-                info["gpu_memory_budget"] = _memory_budget(torch, budget, index)
+                info["gpu_memory_budget"] = env.memory_budget(torch, budget, index)
             info.update(device_name=torch.cuda.get_device_name(index),
                         cudnn_version=torch.backends.cudnn.version(), cudnn_benchmark=True)
         elif self.config["device"] == "cpu":
@@ -79,11 +77,11 @@ class Adapter(base.Adapter):
             info["device_name"] = base.cpu_name()
         else:
             raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
-        layout = _memory_format(self.cuda, self.config)
+        layout = env.memory_format(self.cuda, self.config)
         self.memory_format = getattr(torch, layout)
         modes.setup_mode(self, torch)
         self._autocast, self._scaler = modes.setup_precision(self, torch)
-        info["settings"] = _settings(torch, layout, self.execution["how"])
+        info["settings"] = env.settings(torch, layout, self.execution["how"])
         return info
 
     def _autocasting(self):
@@ -328,43 +326,7 @@ class Adapter(base.Adapter):
         return (oom,) if oom is not None else ()
 
 
-# -- setup helpers -------------------------------------------------------------------------
-
-
-def _apply_threads(torch, n):
-    """Apply threads > 0 to both of torch's pools; report what torch actually uses."""
-    applied = {"requested": n}
-    if n > 0:
-        torch.set_num_threads(n)
-        try:
-            torch.set_num_interop_threads(n)
-            applied["interop_applied"] = True
-        except RuntimeError as exc:  # only allowed before any inter-op work has started
-            applied["interop_applied"] = False
-            applied["interop_error"] = str(exc)
-    applied["intra_op"] = torch.get_num_threads()
-    applied["inter_op"] = torch.get_num_interop_threads()
-    return applied
-
-
-MEMORY_FORMATS = ("channels_last", "contiguous_format")
-
-
-def _memory_format(cuda, config):
-    """The layout of image batches and convolution weights: BENCH_TORCH_MEMORY_FORMAT where set
-    (channels_last or contiguous_format); else channels_last for image models on the CPU from
-    models.CHANNELS_LAST_MIN_SIZE px (oneDNN's native layout), and PyTorch's default otherwise (on CUDA
-    not measured)."""
-    value = os.environ.get("BENCH_TORCH_MEMORY_FORMAT")
-    if value:
-        if value not in MEMORY_FORMATS:
-            raise ValueError("BENCH_TORCH_MEMORY_FORMAT={!r}: expected {}".format(
-                value, " or ".join(MEMORY_FORMATS)))
-        return value
-    image = config.get("model") not in models.TOKEN_MODELS
-    if cuda or not image or int(config.get("image_size") or 0) < models.CHANNELS_LAST_MIN_SIZE:
-        return "contiguous_format"
-    return "channels_last"
+# -- helpers -------------------------------------------------------------------------------
 
 
 def _uses(nodes, op):
@@ -380,40 +342,3 @@ def _cross_entropy(torch, logits, y, reduction="mean"):
     if logits.dim() == 3:
         logits, y = logits.flatten(0, 1), y.flatten()
     return torch.nn.functional.cross_entropy(logits, y, reduction=reduction)
-
-
-def _settings(torch, layout, how):
-    """The switches that decide which CPU kernels run, as torch reports them (docs/fairness.md)."""
-    backends = torch.backends
-    return {
-        "mkldnn_available": bool(backends.mkldnn.is_available()),  # oneDNN convolutions built in
-        "mkldnn_enabled": bool(backends.mkldnn.enabled),  # and switched on (torch's default)
-        "mkl_available": bool(backends.mkl.is_available()),
-        "openmp_available": bool(backends.openmp.is_available()),
-        "memory_format": layout,  # of image batches and weights
-        "BENCH_TORCH_MEMORY_FORMAT": os.environ.get("BENCH_TORCH_MEMORY_FORMAT"),
-        "execution": how,
-    }
-
-
-def _cuda_index(config):
-    """The GPU this process runs on: a data-parallel replica's own (its rank: join_replicas()
-    moves it there), else the first."""
-    replica = config.get("replica") or {}
-    return int(replica.get("rank") or 0) if replica.get("count", 1) > 1 else 0
-
-
-def _memory_budget(torch, budget, index):
-    """PyTorch's own cap on GPU ``index``: its caching allocator raises OutOfMemoryError beyond
-    ``budget`` bytes, asked for as a fraction of the card's memory (at most all of it). Returns
-    what the run's setup record says of it."""
-    fraction = min(1.0, float(budget) / torch.cuda.get_device_properties(index).total_memory)
-    torch.cuda.set_per_process_memory_fraction(fraction, index)
-    return {"bytes": budget, "fraction": fraction, "device": index}
-
-
-def _check_cuda(torch):
-    base.check_cuda(
-        "torch {}".format(torch.__version__), torch.version.cuda is not None, torch.cuda.is_available,
-        "a CUDA build of torch in this environment (a wheel from the pytorch.org CUDA index)",
-        "is built with CUDA {} but no CUDA device is visible".format(torch.version.cuda))
