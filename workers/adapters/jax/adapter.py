@@ -156,7 +156,7 @@ class Adapter(base.Adapter):
         jax, jnp = self.jax, self.jnp
         self.net = layers.network(arch, self._depthwise, self._attention)
         self._arch = arch
-        written = sorted(op for op in attention.HOW if attention.uses(arch["layers"], op))
+        written = sorted(op for op in attention.HOW if base.uses(arch["layers"], op))
         if written:  # the attention models: how their nodes are written (docs/frameworks/jax.md)
             self.execution["layers"] = dict((op, attention.how(op, self._attention)) for op in written)
         else:  # a model built after an attention model by the same adapter (the tests do)

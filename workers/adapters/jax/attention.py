@@ -213,11 +213,3 @@ def _paths(layers, path):
                 yield item
             for item in _paths(node["shortcut"], key + ".shortcut."):
                 yield item
-
-
-def uses(nodes, op):
-    """Whether a layer list (residual bodies and shortcuts included) has a node ``op``."""
-    for node in nodes:
-        if node["op"] == op or any(uses(node.get(k) or [], op) for k in ("body", "shortcut")):
-            return True
-    return False

@@ -117,7 +117,7 @@ class Adapter(base.Adapter):
         self._initial = [(p, p.data().copy()) for p in params]
         self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
         self.net, self._input = net, tuple(arch["input"])
-        written = sorted(op for op in attention.HOW if attention.uses(arch["layers"], op))
+        written = sorted(op for op in attention.HOW if base.uses(arch["layers"], op))
         if written:  # the attention models: how their nodes are written (docs/frameworks/mxnet.md)
             self.execution["layers"] = dict((op, attention.HOW[op]) for op in written)
         modes.prepare(self, net, self.loss_fn, self._input)

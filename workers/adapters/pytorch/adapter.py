@@ -136,7 +136,7 @@ class Adapter(base.Adapter):
         self._loss_sum = torch.zeros((), device=self.device)
         self._steps = 0
         self.execution["compute_dtypes"] = modes.compute_dtypes(self, arch, self._autocast)
-        written = sorted({op for op in layers.HOW if _uses(arch["layers"], op)})
+        written = sorted({op for op in layers.HOW if base.uses(arch["layers"], op)})
         if written:  # the attention models: how their nodes are written (docs/models.md)
             self.execution["layers"] = {op: layers.HOW[op] for op in written}
         self._run = self._wrap(self.model)
@@ -327,13 +327,6 @@ class Adapter(base.Adapter):
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-
-def _uses(nodes, op):
-    for node in nodes:
-        if node["op"] == op or any(_uses(node.get(k) or [], op) for k in ("body", "shortcut")):
-            return True
-    return False
 
 
 def _cross_entropy(torch, logits, y, reduction="mean"):

@@ -155,7 +155,7 @@ class Adapter(base.Adapter):
         self._initial = [v.numpy() for v in model.variables]
         self._optimizer_initial = [v.numpy() for v in self.optimizer.variables]
         self._steps = 0
-        written = sorted({op for op in transformer.HOW if _uses(arch["layers"], op)})
+        written = sorted({op for op in transformer.HOW if base.uses(arch["layers"], op)})
         if written:  # the attention models: how their nodes are written (docs/frameworks/tensorflow.md)
             self.execution["layers"] = {op: transformer.HOW[op] for op in written}
         self._make_functions(arch)
@@ -355,13 +355,6 @@ def _input_spec(tf, shape, batch):
         return tf.TensorSpec((batch,) + tuple(shape), tf.int64)
     c, h, w = shape
     return tf.TensorSpec((batch, h, w, c), tf.float32)
-
-
-def _uses(nodes, op):
-    for node in nodes:
-        if node["op"] == op or any(_uses(node.get(k) or [], op) for k in ("body", "shortcut")):
-            return True
-    return False
 
 
 def _channels_last(np, x):
