@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 
 from tests.standins.frameworks import PhysicalDevice, standin_tf, standin_torch
-from workers.adapters.paddle import adapter as paddle_adapter
-from workers.adapters.pytorch import adapter as pytorch_adapter
-from workers.adapters.tensorflow import adapter as tensorflow_adapter
+from workers.adapters.paddle import env as paddle_env
+from workers.adapters.pytorch import env as pytorch_env
+from workers.adapters.tensorflow import env as tensorflow_env
 
 MIB, GIB = 1 << 20, 1 << 30
 H100, H200 = 85_045_231_616, 150_109_978_624  # bytes, as torch reports the two cards' memory (illustrative)
@@ -29,7 +29,7 @@ H100, H200 = 85_045_231_616, 150_109_978_624  # bytes, as torch reports the two 
 def test_tensorflow_makes_the_first_gpu_one_logical_device_of_the_budget_in_mib(budget, mib):
     """Whole MiB rounded down (never above the budget), at least 1; one logical device on GPU:0."""
     tf = standin_tf(gpus=2)
-    assert tensorflow_adapter._memory_budget(tf, budget) == {"bytes": budget, "logical_device_mb": mib}
+    assert tensorflow_env.memory_budget(tf, budget) == {"bytes": budget, "logical_device_mb": mib}
     ((device, logical),) = tf.config.logical
     assert device == PhysicalDevice("/physical_device:GPU:0", "GPU")
     assert [c.memory_limit for c in logical] == [mib]
@@ -49,7 +49,7 @@ def test_pytorch_asks_for_the_budget_as_a_float_fraction_of_its_own_card(budget,
     """torch's cap is a fraction of the card's total memory: budget / total, at most 1 (a budget
     larger than the card is the whole card, not torch's ValueError)."""
     torch = standin_torch(total)
-    got = pytorch_adapter._memory_budget(torch, budget, 0)
+    got = pytorch_env.memory_budget(torch, budget, 0)
     assert got == {"bytes": budget, "fraction": pytest.approx(fraction), "device": 0}
     assert torch.cuda.fractions == [(pytest.approx(fraction), 0)]
     assert type(torch.cuda.fractions[0][0]) is float  # torch raises TypeError on anything else
@@ -60,11 +60,11 @@ def test_a_pytorch_replica_caps_its_own_card_not_the_first():
     """A data-parallel replica runs on the GPU of its rank (join_replicas); its budget is a
     fraction of that card, set on that card. It used to go to GPU 0 whatever the rank."""
     config = {"device": "cuda", "replica": {"rank": 1, "count": 2}}
-    assert pytorch_adapter._cuda_index(config) == 1
-    assert pytorch_adapter._cuda_index({"device": "cuda"}) == 0
-    assert pytorch_adapter._cuda_index({"replica": {"rank": 0, "count": 1}}) == 0
+    assert pytorch_env.cuda_index(config) == 1
+    assert pytorch_env.cuda_index({"device": "cuda"}) == 0
+    assert pytorch_env.cuda_index({"replica": {"rank": 0, "count": 1}}) == 0
     torch = standin_torch(H200, H100)
-    assert pytorch_adapter._memory_budget(torch, GIB, 1)["fraction"] == pytest.approx(GIB / H100)
+    assert pytorch_env.memory_budget(torch, GIB, 1)["fraction"] == pytest.approx(GIB / H100)
     assert torch.cuda.fractions == [(pytest.approx(GIB / H100), 1)]
 
 
@@ -72,4 +72,4 @@ def test_a_pytorch_replica_caps_its_own_card_not_the_first():
     "budget, flag", [(GIB, "1024"), (3 * GIB // 2, "1536"), (GIB + 1, "1024"), (GIB - 1, "1023"), (1, "1")]
 )
 def test_paddle_is_capped_by_its_flag_in_whole_mib(budget, flag):
-    assert paddle_adapter._memory_limit_flag(budget) == {"FLAGS_gpu_memory_limit_mb": flag}
+    assert paddle_env.memory_limit_flag(budget) == {"FLAGS_gpu_memory_limit_mb": flag}

@@ -4,7 +4,7 @@ reports no CUDA runtime, the plugin's name gives the major version."""
 
 from __future__ import annotations
 
-from workers.adapters.jax.adapter import _cuda_version
+from workers.adapters.jax.env import cuda_version as _cuda_version
 
 
 def test_a_cpu_build_has_no_cuda_version() -> None:

@@ -67,6 +67,15 @@ def check_cuda(who, cuda_build, sees_gpu, install, blind, note="", look_at=" and
         raise no_gpu_seen(who, blind, look_at)
 
 
+def uses(nodes, op):
+    """Whether a layer list (residual bodies and shortcuts included) has a node ``op``: which of
+    an adapter's attention nodes an architecture uses, for its execution record."""
+    for node in nodes:
+        if node["op"] == op or any(uses(node.get(k) or [], op) for k in ("body", "shortcut")):
+            return True
+    return False
+
+
 class Tracer(object):
     """A per-operator (CPU) or per-kernel (GPU) profiler, driven by the shared runner.
 

@@ -1,22 +1,14 @@
 """JAX adapter: workers.models architectures as Flax (linen) modules, trained with Optax.
 
 jax, flax and optax are imported in setup() only, so this module imports anywhere (the
-orchestrator lists adapters without their frameworks). The whole training step (forward, loss,
-backward, optimizer update, batch-norm statistics, the loss summed on the device) is one function,
-compiled ahead of time with ``jax.jit(...).lower(...).compile()`` in build(): compilation is never
-inside a timed epoch, and a call with any other shape fails instead of compiling again. The step
-returns at once (JAX dispatches asynchronously); synchronize() blocks on the training state.
-Images are kept channels-last (NHWC), Flax's and XLA's CPU layout; token ids (the token
-models, (N, L)) are int32. A language model's loss and accuracy are over every position.
+orchestrator lists adapters without their frameworks). The whole training step is one
+function, compiled ahead of time by the first prepare_epoch() (modes.py, with the modes and
+precisions: docs/frameworks/jax.md, "Modes and precision"); the step returns at once (JAX dispatches
+asynchronously); synchronize() blocks on the training state. Images are kept channels-last (NHWC),
+Flax's and XLA's CPU layout; token ids (the token models, (N, L)) are int32. A language model's
+loss and accuracy are over every position.
 
-Modes (docs/frameworks/jax.md, "Modes and precision"): compiled (the default) is the jitted step
-above; eager calls the same functions without jit inside ``jax.disable_jit()``, so every
-primitive (forward, backward, the Optax update) is dispatched on its own; graph is unsupported (a
-jaxpr is only ever run by compiling it with XLA, which fuses). Precisions: bf16 and fp16 keep
-float32 parameters and cast parameters and inputs to the compute dtype inside the loss function,
-the loss in float32; fp16 scales the loss dynamically (written here, as GradScaler does it); tf32
-(cuda) traces under ``jax.default_matmul_precision("tensorfloat32")``.
-
+What JAX reads from the environment, and the probing of its build and devices, are in env.py.
 Threads: XLA's CPU intra-op pool has one thread per CPU the process may run on; ``PJRT_NPROC``,
 set before jax is imported, sizes it (docs/frameworks/jax.md says what else was tried).
 """
@@ -24,12 +16,10 @@ set before jax is imported, sizes it (docs/frameworks/jax.md says what else was 
 import functools
 import os
 import platform
-import time
 
 from workers import data, models
 from workers.adapters import base
-
-_CUDA_PLUGINS = ("jax_cuda13_plugin", "jax_cuda12_plugin")
+from workers.adapters.jax import env, modes
 
 
 class Adapter(base.Adapter):
@@ -54,7 +44,7 @@ class Adapter(base.Adapter):
         self._x = self._y = self._x_val = self._y_val = None  # host arrays (NHWC or token ids)
         self._arch = None
         self._batches = []
-        self._compute = None  # bf16/fp16: the jnp dtype of the compute; None for float32
+        self.compute = None  # bf16/fp16: the jnp dtype of the compute (modes.setup); None for float32
         # A data-parallel run's shardings over every replica's device (setup()): the batch split,
         # everything else replicated; None for a run of one process.
         self._split = self._replicated = None
@@ -66,9 +56,9 @@ class Adapter(base.Adapter):
         if device not in ("cpu", "cuda"):
             raise base.not_supported("device", device, self.title, " (cpu or cuda)")
         threads = int(self.config.get("threads") or 0)
-        self._depthwise = _depthwise(device)
-        self._attention = _attention_kernel()
-        _environment_before_import(device, threads)
+        self._depthwise = env.depthwise(device)
+        self._attention = env.attention_kernel()
+        env.environment_before_import(device, threads)
         try:
             import jax
             import jax.numpy as jnp
@@ -81,32 +71,32 @@ class Adapter(base.Adapter):
         replica = self.config.get("replica") or {}
         if replica.get("count", 1) > 1:  # before anything starts JAX's backend
             self._initialize_distributed(jax, replica)
-        plugin = _cuda_plugin()
+        plugin = env.cuda_plugin()
         info = {
             "framework_version": jax.__version__,
-            "jaxlib_version": _version("jaxlib"),
+            "jaxlib_version": env.version("jaxlib"),
             "flax_version": flax.__version__,
             "optax_version": optax.__version__,
             "python_version": platform.python_version(),
             "build": "cuda" if plugin else "cpu",
-            "cuda_version": _cuda_version(plugin),
-            "cuda_plugin_version": _version(plugin.replace("_", "-")) if plugin else None,
+            "cuda_version": env.cuda_version(plugin),
+            "cuda_plugin_version": env.version(plugin.replace("_", "-")) if plugin else None,
             "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
-            "settings": dict(_settings(jax), depthwise=self._depthwise, attention=self._attention),
+            "settings": dict(env.settings(jax), depthwise=self._depthwise, attention=self._attention),
         }
         if device == "cuda":
             self.refuse_gpu_memory_budget(
                 "JAX caps its memory with XLA_PYTHON_CLIENT_MEM_FRACTION, a fraction it reads before "
                 "it knows the device's size; bench does not set it yet")
-            self.device = _cuda_device(jax, plugin)
+            self.device = env.cuda_device(jax, plugin)
             self.gpu = True
             info["device_name"] = self.device.device_kind
         else:
             self.device = jax.local_devices(backend="cpu")[0]  # this process's (of a replica)
             info["device_name"] = base.cpu_name()
         # Read back after the backend has started: the pool exists from then on.
-        info["threads"] = _threads_applied(threads)
-        self._setup_mode_and_precision(jax, jnp)
+        info["threads"] = env.threads_applied(threads)
+        self.compute = modes.setup(self, jax, jnp)
         info["settings"]["execution"] = self.execution["how"]
         if replica.get("count", 1) > 1:
             self._shard(jax)
@@ -158,73 +148,6 @@ class Adapter(base.Adapter):
             value = value.addressable_data(0)
         return value
 
-    def _setup_mode_and_precision(self, jax, jnp):
-        mode, precision = self.mode(), self.precision()
-        if mode == "graph":
-            raise self.unsupported_mode(
-                "JAX runs a traced program (a jaxpr) only by compiling it with XLA, whose CPU and "
-                "GPU backends fuse operations and generate code; there is no graph executor that "
-                "runs a captured graph on prebuilt kernels (eager is jax.disable_jit(), compiled "
-                "is jax.jit)")
-        if mode == "eager":
-            how = "no jax.jit: the step's functions called inside jax.disable_jit(), each primitive " \
-                  "dispatched on its own (forward, backward, Optax update)"
-        else:
-            how = "jax.jit, each step compiled ahead of time (XLA)"
-        self.execution.update(how=how, precision_how="float32 throughout", loss_scaling=None,
-                              default_matmul_precision=getattr(jax.config, "jax_default_matmul_precision", None))
-        if precision in ("bf16", "fp16"):
-            self._compute = jnp.bfloat16 if precision == "bf16" else jnp.float16
-            self.execution["precision_how"] = (
-                "float32 parameters, optimizer state and batch-norm statistics; parameters and "
-                "inputs cast to {} inside the loss function; logits cast to float32 for the "
-                "softmax cross-entropy".format(jnp.dtype(self._compute).name))
-            if precision == "fp16":
-                self.execution["loss_scaling"] = (
-                    "dynamic (written in the adapter): loss times the scale, from 2**15; gradients "
-                    "unscaled in float32; a step with a non-finite gradient is skipped and halves "
-                    "the scale; {} finite steps in a row double it".format(_GROWTH_INTERVAL))
-        elif precision == "fp32" and self.config.get("device") == "cuda":
-            self.execution.update(precision_how="float32 throughout; traced under "
-                                  "jax.default_matmul_precision('float32') (no TF32)",
-                                  default_matmul_precision="float32")
-        elif precision == "tf32":  # the runner refuses tf32 off cuda before setup
-            self.execution.update(precision_how="traced under jax.default_matmul_precision('tensorfloat32')",
-                                  default_matmul_precision="tensorfloat32")
-
-    def _matmul_precision(self):
-        """The matrix-product precision every trace runs under: tf32's TensorFloat-32; on cuda,
-        fp32 in full float32 ("float32": XLA's GPU default may use TF32 for float32 products,
-        and fp32 means float32 in every framework, docs/fairness.md); else XLA's default."""
-        if self.precision() == "tf32":
-            return "tensorfloat32"
-        if self.precision() == "fp32" and self.config.get("device") == "cuda":
-            return "float32"
-        return None
-
-    def _context(self):
-        """What every trace (jit's lowering, or an eager step) runs inside: tf32's matmul precision
-        and eager's disable_jit, or nothing."""
-        import contextlib
-
-        stack = contextlib.ExitStack()
-        matmul = self._matmul_precision()
-        if matmul:
-            stack.enter_context(self.jax.default_matmul_precision(matmul))
-        if self.mode() == "eager":
-            stack.enter_context(self.jax.disable_jit())
-        return stack
-
-    def _call(self, fn):
-        """fn as a step calls it: compiled as is; eager inside _context() (disable_jit)."""
-        if self.mode() != "eager" and not self._matmul_precision():
-            return fn
-
-        def call(*args):
-            with self._context():
-                return fn(*args)
-        return call
-
     # -- model -----------------------------------------------------------------------------
 
     def build(self, arch):
@@ -233,7 +156,7 @@ class Adapter(base.Adapter):
         jax, jnp = self.jax, self.jnp
         self.net = layers.network(arch, self._depthwise, self._attention)
         self._arch = arch
-        written = sorted(op for op in attention.HOW if attention.uses(arch["layers"], op))
+        written = sorted(op for op in attention.HOW if base.uses(arch["layers"], op))
         if written:  # the attention models: how their nodes are written (docs/frameworks/jax.md)
             self.execution["layers"] = dict((op, attention.how(op, self._attention)) for op in written)
         else:  # a model built after an attention model by the same adapter (the tests do)
@@ -251,7 +174,7 @@ class Adapter(base.Adapter):
                      "opt": self.tx.init(params), "step": jnp.zeros((), jnp.int32),
                      "loss_sum": jnp.zeros((), jnp.float32)}
             if self.precision() == "fp16":  # the loss scale and its bookkeeping
-                state.update(scale=jnp.asarray(_INITIAL_SCALE, jnp.float32),
+                state.update(scale=jnp.asarray(modes.INITIAL_SCALE, jnp.float32),
                              good_steps=jnp.zeros((), jnp.int32), skipped=jnp.zeros((), jnp.int32))
         self._initial = jax.device_get(state)
         self._state = self._place(self._initial)
@@ -289,112 +212,16 @@ class Adapter(base.Adapter):
         raise base.not_supported("optimizer", cfg["optimizer"], self.title)
 
     def _compile(self, key, batch_shape):
-        """Compile the training step for exactly these shapes, now.
-
-        Called by prepare_epoch(), which the runner never times: before warm-up, or before the
-        first timed epoch where there is no warm-up.
-        """
-        jax, jnp, optax, net, tx = self.jax, self.jnp, self.optax, self.net, self.tx
-        dropout_key = jax.random.fold_in(key, 1)
-        cast = self._cast
-        scaled = self.precision() == "fp16"
-
-        def loss_of(params, batch_stats, x, y, rng):
-            """The mean loss (float32) and the updated batch statistics; bf16/fp16: the forward
-            pass in the compute dtype over the float32 parameters."""
-            logits, updated = net.apply({"params": cast(params), "batch_stats": batch_stats},
-                                        cast(x), train=True, rngs={"dropout": rng},
-                                        mutable=["batch_stats"])
-            logits = logits.astype(jnp.float32)
-            # A language model's (N, L, V) logits against (N, L) next tokens: the mean over every
-            # position of every sequence.
-            loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
-            return loss, updated.get("batch_stats", {})
-
-        def train(state, x, y):
-            rng = jax.random.fold_in(dropout_key, state["step"])
-            params = state["params"]
-            if not scaled:
-                (loss, stats), grads = jax.value_and_grad(loss_of, has_aux=True)(
-                    params, state["batch_stats"], x, y, rng)
-                updates, opt = tx.update(grads, state["opt"], params)
-                return {"params": optax.apply_updates(params, updates), "batch_stats": stats,
-                        "opt": opt, "step": state["step"] + 1, "loss_sum": state["loss_sum"] + loss}
-            return _scaled_step(jax, jnp, optax, tx, loss_of, state, x, y, rng)
-
-        def evaluate(params, batch_stats, x, y):
-            logits = net.apply({"params": cast(params), "batch_stats": batch_stats}, cast(x),
-                               train=False).astype(jnp.float32)
-            loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).sum()
-            return loss, (jnp.argmax(logits, axis=-1) == y).sum()
-
-        # float32 images or int32 token ids; (N,) labels or (N, L) next tokens. A data-parallel
-        # step takes the global batch, split over the replicas.
-        count = jax.process_count() if self._split is not None else 1
-        shape = (batch_shape[0] * count,) + tuple(batch_shape[1:])
-        x = jax.ShapeDtypeStruct(shape, self._x.dtype, sharding=self._split)
-        y = jax.ShapeDtypeStruct(shape[:1] + self._y.shape[1:], jnp.int32, sharding=self._split)
-        self._record_compute_dtypes(loss_of, batch_shape, dropout_key)
-        if self.mode() == "eager":  # no jit anywhere: each primitive dispatched on its own
-            self._train_fn, self._eval_fn = self._call(train), self._call(evaluate)
-            return
-        with self._context():
-            # The state is donated: XLA updates weights and optimizer state in place.
-            shardings = {"out_shardings": self._replicated} if self._replicated is not None else {}
-            jitted = jax.jit(train, donate_argnums=0, **shardings)
-            began = time.perf_counter()
-            self._train_fn = jitted.lower(self._state, x, y).compile()
-            self.ahead_of_time_seconds += time.perf_counter() - began
-        self._eval_fn = self._call(jax.jit(evaluate))  # compiled by the first (untimed) evaluate()
-        if self._tracer is not None:  # it names XLA's custom fusions from the compiled HLO
-            self._tracer.hlo_text = self._train_fn.as_text()
-
-    def _cast(self, tree):
-        """bf16/fp16: the floating arrays of a tree in the compute dtype (token ids stay int32)."""
-        if self._compute is None:
-            return tree
-        jnp, dtype = self.jnp, self._compute
-
-        def one(a):
-            return a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a
-        return self.jax.tree_util.tree_map(one, tree)
-
-    def _record_compute_dtypes(self, loss_of, batch_shape, key):
-        """What the convolutions and matrix products of the loss compute in: the output dtypes of
-        conv_general_dilated and dot_general in its jaxpr (jax.make_jaxpr; traced, not run)."""
-        jax, jnp, state = self.jax, self.jnp, self._state
-        x = jnp.zeros(batch_shape, self._x.dtype)
-        y = jnp.zeros(batch_shape[:1] + self._y.shape[1:], jnp.int32)
-        with self._context():
-            jaxpr = jax.make_jaxpr(lambda p: jax.value_and_grad(loss_of, has_aux=True)(
-                p, state["batch_stats"], x, y, key))(state["params"])
-        found = {}
-        _primitive_dtypes(jaxpr.jaxpr, found)
-        dtypes = {kind: ", ".join(sorted(found[name])) for kind, name in
-                  (("conv", "conv_general_dilated"), ("matmul", "dot_general")) if name in found}
-        dtypes["source"] = "output dtypes of conv_general_dilated and dot_general in the jaxpr of " \
-                           "the loss and its gradient (jax.make_jaxpr)"
-        self.execution["compute_dtypes"] = dtypes
+        """The training and evaluation steps for exactly these shapes, compiled now (modes.py)."""
+        self._train_fn, self._eval_fn = modes.compile_train(
+            self, key, self._state, self._x, self._y, (batch_shape, self._split, self._replicated))
+        if self._tracer is not None and self.mode() != "eager":  # it names XLA's custom fusions
+            self._tracer.hlo_text = self._train_fn.as_text()  # from the compiled HLO
 
     def _compile_inference(self, batch_shape):
-        """Compile the forward pass in evaluation mode (no gradients, no state update), now."""
-        jax, jnp, net = self.jax, self.jnp, self.net
-
-        cast = self._cast
-
-        def infer(params, batch_stats, x):
-            return net.apply({"params": cast(params), "batch_stats": batch_stats}, cast(x), train=False)
-
-        x = jax.ShapeDtypeStruct(batch_shape, self._x.dtype)
-        state = self._state
-        if self.mode() == "eager":
-            self._infer_fn = self._call(infer)
-            return
-        with self._context():
-            began = time.perf_counter()
-            self._infer_fn = jax.jit(infer).lower(state["params"], state["batch_stats"], x).compile()
-            self.ahead_of_time_seconds += time.perf_counter() - began
-        if self._tracer is not None:
+        """The forward pass in evaluation mode, compiled now (modes.py)."""
+        self._infer_fn = modes.compile_inference(self, self._state, batch_shape, self._x.dtype)
+        if self._tracer is not None and self.mode() != "eager":
             self._tracer.hlo_text = self._infer_fn.as_text()
 
     def reset(self):
@@ -517,56 +344,6 @@ class Adapter(base.Adapter):
         return (runtime, RuntimeError)
 
 
-_INITIAL_SCALE = 2.0 ** 15  # fp16's first loss scale (jmp's default); float16's max is 65504
-_GROWTH_INTERVAL = 2000  # finite steps in a row before the scale doubles (GradScaler's)
-
-
-def _scaled_step(jax, jnp, optax, tx, loss_of, state, x, y, rng):
-    """One fp16 step with dynamic loss scaling: the gradient of loss * scale, unscaled in float32;
-    where any gradient is not finite the parameters and optimizer state stay as they were and the
-    scale halves (not below 1), else the update applies and after _GROWTH_INTERVAL finite steps in a
-    row the scale doubles. The batch statistics update either way (as with PyTorch's GradScaler)."""
-    scale, params, tree = state["scale"], state["params"], jax.tree_util
-
-    def scaled(p, batch_stats, x, y, rng):
-        loss, stats = loss_of(p, batch_stats, x, y, rng)
-        return loss * scale, (loss, stats)
-
-    (_, (loss, stats)), grads = jax.value_and_grad(scaled, has_aux=True)(
-        params, state["batch_stats"], x, y, rng)
-    grads = tree.tree_map(lambda g: g / scale, grads)
-    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(g)) for g in tree.tree_leaves(grads)]))
-    updates, opt = tx.update(grads, state["opt"], params)
-    stepped = optax.apply_updates(params, updates)
-
-    def keep(new, old):
-        return jnp.where(finite, new, old)
-
-    good = jnp.where(finite, state["good_steps"] + 1, 0)
-    grow = good >= _GROWTH_INTERVAL
-    return {"params": tree.tree_map(keep, stepped, params), "batch_stats": stats,
-            "opt": tree.tree_map(keep, opt, state["opt"]), "step": state["step"] + 1,
-            "loss_sum": state["loss_sum"] + loss,
-            "scale": jnp.where(finite, jnp.where(grow, scale * 2.0, scale), jnp.maximum(scale / 2.0, 1.0)),
-            "good_steps": jnp.where(grow, 0, good),
-            "skipped": state["skipped"] + jnp.where(finite, 0, 1).astype(jnp.int32)}
-
-
-def _primitive_dtypes(jaxpr, found):
-    """Each primitive's output dtypes in a jaxpr and the jaxprs inside it (jit, scan, custom
-    derivatives), collected into found: {primitive name: {dtype names}}."""
-    for eqn in jaxpr.eqns:
-        found.setdefault(eqn.primitive.name, set()).update(
-            str(v.aval.dtype) for v in eqn.outvars if hasattr(v.aval, "dtype"))
-        for param in eqn.params.values():
-            for sub in (param if isinstance(param, (list, tuple)) else [param]):
-                inner = getattr(sub, "jaxpr", None)  # a ClosedJaxpr's, or a Jaxpr itself
-                if inner is not None and hasattr(inner, "eqns"):
-                    _primitive_dtypes(inner, found)
-                elif hasattr(sub, "eqns"):
-                    _primitive_dtypes(sub, found)
-
-
 def _zeros(jnp, arch, batch):
     """A batch of zeros as the network takes it: NHWC float32 images, or (N, L) int32 token ids."""
     if arch.get("tokens"):
@@ -581,126 +358,3 @@ def _host_inputs(np, x):
     if x.ndim == 2:
         return x.astype(np.int32)
     return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-
-
-# -- setup helpers -------------------------------------------------------------------------
-
-
-def _environment_before_import(device, threads):
-    """What JAX and XLA read from the environment when the backend starts."""
-    # JAX takes 75% of the GPU's memory at start by default: GPU memory samples would show that,
-    # not what the model uses. Without preallocation XLA's allocator grows as the model needs.
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # XLA's C++ INFO lines
-    if device == "cpu":
-        # A CPU run stays on the CPU even where a CUDA plugin would take a GPU.
-        os.environ["JAX_PLATFORMS"] = "cpu"
-    if threads > 0:
-        os.environ["PJRT_NPROC"] = str(threads)
-
-
-def _depthwise(device):
-    """How depthwise convolutions are computed (layers.depthwise): BENCH_JAX_DEPTHWISE where
-    set (shifted or grouped); else shifted on the CPU, where XLA runs the grouped convolution
-    several times slower (docs/fairness.md, "JAX's MobileNetV2"), and grouped on cuda (cuDNN's
-    grouped convolution; not measured)."""
-    value = os.environ.get("BENCH_JAX_DEPTHWISE")
-    if value:
-        if value not in ("shifted", "grouped"):
-            raise ValueError("BENCH_JAX_DEPTHWISE={!r}: expected shifted or grouped".format(value))
-        return value
-    return "grouped" if device == "cuda" else "shifted"
-
-
-def _attention_kernel():
-    """What nn.MultiHeadDotProductAttention calls (attention.KERNELS): BENCH_JAX_ATTENTION where
-    set; else "flax", Linen's own dot_product_attention (its default)."""
-    value = os.environ.get("BENCH_JAX_ATTENTION")
-    if value:
-        if value not in ("flax", "jax.nn"):  # attention.KERNELS: that module imports flax
-            raise ValueError("BENCH_JAX_ATTENTION={!r}: expected flax or jax.nn".format(value))
-        return value
-    return "flax"
-
-
-def _settings(jax):
-    """What decides JAX's kernels and precision, as JAX reports them (docs/fairness.md)."""
-    config = jax.config
-
-    def option(name):
-        try:
-            return getattr(config, name)
-        except AttributeError:  # an option this JAX version does not have
-            return None
-
-    return {
-        "execution": None,  # setup() sets it to execution["how"]
-        "memory_format": "NHWC",  # images are arranged channels-last once, outside the clock
-        "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
-        "enable_x64": option("jax_enable_x64"),
-        "default_matmul_precision": option("jax_default_matmul_precision"),
-        "backend": jax.default_backend(),
-    }
-
-
-def _threads_applied(requested):
-    """What was asked, the variable set, and the XLA intra-op threads that exist now."""
-    applied = {"requested": requested, "pjrt_nproc": os.environ.get("PJRT_NPROC")}
-    names = []
-    try:
-        for task in os.listdir("/proc/self/task"):
-            with open("/proc/self/task/{}/comm".format(task)) as f:
-                names.append(f.read().strip())
-    except (IOError, OSError):
-        return applied
-    # XLA names its CPU pool's threads tf_XLAEigen (the pool is built on Eigen's).
-    applied["xla_intra_op"] = sum(1 for n in names if n == "tf_XLAEigen")
-    return applied
-
-
-def _version(distribution):
-    try:
-        from importlib import metadata
-        return metadata.version(distribution)
-    except Exception:
-        return None
-
-
-def _cuda_plugin():
-    """The installed CUDA plugin's module name (the CUDA build of jaxlib), or None."""
-    import importlib.util
-
-    for name in _CUDA_PLUGINS:
-        if importlib.util.find_spec(name) is not None:
-            return name
-    return None
-
-
-def _cuda_version(plugin):
-    """CUDA's version for a CUDA build: the runtime jaxlib reports ("13.0"), else the major
-    version in the plugin's name (jax_cuda13_plugin: "13"); None for a CPU build. (The plugin's
-    own version is jax's, which the first GPU check had shown as the CUDA version.)"""
-    if plugin is None:
-        return None
-    try:
-        from jax._src.lib import cuda_versions  # private, and absent in some jaxlib builds
-        runtime = cuda_versions.cuda_runtime_get_version() if cuda_versions is not None else None
-    except Exception:  # noqa: BLE001 - the plugin's name says enough
-        runtime = None
-    if isinstance(runtime, int) and runtime > 0:
-        return "{}.{}".format(runtime // 1000, runtime % 1000 // 10)
-    digits = "".join(c for c in plugin.split("cuda", 1)[-1] if c.isdigit())
-    return digits or None
-
-
-def _cuda_device(jax, plugin):
-    who = "jax {}".format(jax.__version__)
-    if plugin is None:
-        raise base.cpu_only_build(who, "envs/jax-cuda.txt (jax[cuda13]) in this environment",
-                                  note=" (no jax-cuda plugin installed)")
-    try:
-        devices = jax.devices("cuda")
-    except RuntimeError as exc:  # JAX says why it sees none: that goes into the message
-        blind = "has its CUDA plugin ({}) but sees no GPU ({})".format(plugin, exc)
-        raise base.no_gpu_seen(who, blind) from exc
-    return jax.local_devices(backend="cuda")[0] if devices else devices[0]  # a replica's own

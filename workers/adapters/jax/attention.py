@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from workers import models
+from workers.adapters.jax.initializers import constant, normal, uniform
 
 OPS = ("layernorm", "gelu", "attention", "patch_embed", "class_token", "position_embedding",
        "first_token", "tied_output")
@@ -48,32 +49,14 @@ HOW = {
 }
 
 
-def _normal(std):
-    def init(key, shape, dtype=jnp.float32):
-        return std * jax.random.normal(key, shape, dtype)
-    return init
-
-
-def _uniform(bound):
-    def init(key, shape, dtype=jnp.float32):
-        return jax.random.uniform(key, shape, dtype, -bound, bound)
-    return init
-
-
-def _constant(value):
-    def init(key, shape, dtype=jnp.float32):
-        return jnp.full(shape, value, dtype)
-    return init
-
-
 def _initializer(rule, fans):
     """A Flax initializer for one models.INIT rule (as the PyTorch translation applies it)."""
     if rule["distribution"] == "constant":
-        return _constant(rule["value"])
+        return constant(rule["value"])
     scale = models.init_scale(rule["scale"], *fans)
     if rule["distribution"] == "normal":  # every normal rule here has mean 0
-        return _normal(scale)
-    return _uniform(scale)
+        return normal(scale)
+    return uniform(scale)
 
 
 class ClassToken(nn.Module):
@@ -230,11 +213,3 @@ def _paths(layers, path):
                 yield item
             for item in _paths(node["shortcut"], key + ".shortcut."):
                 yield item
-
-
-def uses(nodes, op):
-    """Whether a layer list (residual bodies and shortcuts included) has a node ``op``."""
-    for node in nodes:
-        if node["op"] == op or any(uses(node.get(k) or [], op) for k in ("body", "shortcut")):
-            return True
-    return False

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from workers import models
 from workers.adapters.jax import attention
+from workers.adapters.jax.initializers import normal, uniform
 
 
 DEPTHWISE = ("shifted", "grouped")  # how a depthwise convolution is computed (see depthwise)
@@ -45,18 +46,6 @@ def _node(frozen):
             value = [[_node(n) for n in branch] for branch in value]
         node[key] = value
     return node
-
-
-def _normal(std):
-    def init(key, shape, dtype=jnp.float32):
-        return std * jax.random.normal(key, shape, dtype)
-    return init
-
-
-def _uniform(bound):
-    def init(key, shape, dtype=jnp.float32):
-        return jax.random.uniform(key, shape, dtype, -bound, bound)
-    return init
 
 
 class BatchNorm(nn.Module):
@@ -107,8 +96,8 @@ class GRU(nn.Module):
         gates, inputs = 3 * self.hidden, x.shape[-1]
         fans = (inputs, self.hidden)
         rules = models.INIT["gru"]
-        weight = _uniform(models.init_scale(rules["weight"]["scale"], *fans))
-        bias = _uniform(models.init_scale(rules["bias"]["scale"], *fans))
+        weight = uniform(models.init_scale(rules["weight"]["scale"], *fans))
+        bias = uniform(models.init_scale(rules["bias"]["scale"], *fans))
         w_ih = self.param("weight_ih", weight, (gates, inputs))
         w_hh = self.param("weight_hh", weight, (gates, self.hidden))
         b_ih = self.param("bias_ih", bias, (gates,))
@@ -156,7 +145,7 @@ class Network(nn.Module):
         if op == "conv":
             fans = models.fans(node, shape[0])
             p = node["padding"]
-            init = _normal(models.init_scale("he_fan_out", *fans))
+            init = normal(models.init_scale("he_fan_out", *fans))
             if self.depthwise == "shifted" and 1 < node["groups"] == shape[0] == node["out"]:
                 return DepthwiseConv(node["out"], node["kernel"], node["stride"], p, node["bias"],
                                      init, nn.initializers.zeros, name=name)(x)
@@ -167,7 +156,7 @@ class Network(nn.Module):
         if op == "dense":  # on the last axis: a flat (D,) input or each position of an (L, D) one
             fans = models.fans(node, shape[-1])
             return nn.Dense(node["out"], use_bias=node["bias"], name=name,
-                            kernel_init=_uniform(models.init_scale("glorot", *fans)),
+                            kernel_init=uniform(models.init_scale("glorot", *fans)),
                             bias_init=nn.initializers.zeros)(x)
         if op == "bn":
             return BatchNorm(node["momentum"], node["eps"], name=name)(x, train)
@@ -190,7 +179,7 @@ class Network(nn.Module):
         if op == "embedding":
             # A lookup in a (vocab, dim) table: Flax's Embed is exactly that (jnp.take).
             std = models.init_scale(models.node_init(node)["weight"]["scale"], *models.fans(node, shape[-1]))
-            table = nn.Embed(node["vocab"], node["dim"], embedding_init=_normal(std), name=name)
+            table = nn.Embed(node["vocab"], node["dim"], embedding_init=normal(std), name=name)
             counter[1].append(table)
             return table(x)
         if op == "gru":

@@ -18,7 +18,7 @@ import sys
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.mxnet import attention, layers, modes
+from workers.adapters.mxnet import attention, env, layers, modes
 
 
 class Adapter(base.Adapter):
@@ -71,12 +71,12 @@ class Adapter(base.Adapter):
         info = {
             "framework_version": mx.__version__,
             "python_version": platform.python_version(),
-            "threads": _threads(mx, requested, before_import),
+            "threads": env.threads(mx, requested, before_import),
             "cuda_version": None,
             "build": "cuda" if mx.runtime.Features().is_enabled("CUDA") else "cpu",
         }
         if self.config["device"] == "cuda":
-            info["cuda_version"] = _check_cuda(mx)
+            info["cuda_version"] = env.check_cuda(mx)
             self.refuse_gpu_memory_budget("MXNet has no per-process cap on device memory "
                                           "(its pool settings only shape what it keeps)")
             self.gpu, self.ctx = True, mx.gpu(0)
@@ -86,7 +86,7 @@ class Adapter(base.Adapter):
             info["device_name"] = base.cpu_name()
         else:
             raise base.not_supported("device", self.config["device"], self.title, " (cpu or cuda)")
-        info["settings"] = _settings(mx, self.config.get("model"))
+        info["settings"] = env.settings(mx, self.config.get("model"))
         modes.after_import(self, mx)
         if self.precision() == "fp16":
             from mxnet.contrib import amp
@@ -117,10 +117,10 @@ class Adapter(base.Adapter):
         self._initial = [(p, p.data().copy()) for p in params]
         self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
         self.net, self._input = net, tuple(arch["input"])
-        written = sorted(op for op in attention.HOW if attention.uses(arch["layers"], op))
+        written = sorted(op for op in attention.HOW if base.uses(arch["layers"], op))
         if written:  # the attention models: how their nodes are written (docs/frameworks/mxnet.md)
             self.execution["layers"] = dict((op, attention.HOW[op]) for op in written)
-        modes.prepare(self, net, self.loss_fn)
+        modes.prepare(self, net, self.loss_fn, self._input)
         self.trainer = self._make_trainer()
         self._loss_sum = mx.nd.zeros((1,), ctx=self.ctx)
         self._steps = 0
@@ -154,11 +154,11 @@ class Adapter(base.Adapter):
             raise self.unsupported_precision("bench runs MXNet's kvstore training in fp32 only "
                                              "(AMP with dist_sync is not built here)")
         host, port = replica["address"].rsplit(":", 1)
-        env = {"DMLC_PS_ROOT_URI": host, "DMLC_PS_ROOT_PORT": port, "DMLC_NUM_WORKER": str(replica["count"]),
-               "DMLC_NUM_SERVER": "1", "PS_VERBOSE": "0"}
+        variables = {"DMLC_PS_ROOT_URI": host, "DMLC_PS_ROOT_PORT": port, "DMLC_NUM_WORKER": str(replica["count"]),
+                     "DMLC_NUM_SERVER": "1", "PS_VERBOSE": "0"}
         if host.startswith("127."):
-            env["DMLC_INTERFACE"] = "lo"  # ps-lite otherwise looks for an address on another interface
-        os.environ.update(env)
+            variables["DMLC_INTERFACE"] = "lo"  # ps-lite otherwise looks for an address on another interface
+        os.environ.update(variables)
         if replica["rank"] == 0:
             for role in ("scheduler", "server"):
                 self._helpers.append(subprocess.Popen(
@@ -314,88 +314,7 @@ class Adapter(base.Adapter):
         return trace.Tracer()
 
 
-# -- setup helpers -------------------------------------------------------------------------
-
-
-def _threads(mx, requested, before_import):
-    """What was applied, and what the OpenMP runtime libmxnet loaded says it will use.
-
-    libmxnet's OpenMP setup (src/engine/openmp.cc) runs at import in the importing thread: with
-    OMP_NUM_THREADS unset it takes half of omp_get_num_procs() on x86 and sets that there, so
-    omp_get_max_threads() read here is the per-operator count either way.
-    """
-    applied = {
-        "requested": requested,
-        "applied_before_import": before_import,
-        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-        "inter_op": int(os.environ.get("MXNET_CPU_WORKER_NTHREADS") or 1),
-        "engine": os.environ.get("MXNET_ENGINE_TYPE") or "ThreadedEnginePerDevice",
-    }
-    try:
-        applied["intra_op"] = int(mx.base._LIB.omp_get_max_threads())
-    except AttributeError:  # a build without OpenMP
-        applied["intra_op"] = None
-    # The threads the process runs once the engine has done some work (Linux only).
-    x = mx.nd.ones((2, 4, 8, 8))
-    mx.nd.Convolution(x, mx.nd.ones((4, 4, 3, 3)), kernel=(3, 3), num_filter=4, no_bias=True)
-    mx.nd.waitall()
-    try:
-        applied["os_threads"] = len(os.listdir("/proc/self/task"))
-    except OSError:
-        applied["os_threads"] = None
-    return applied
-
-
-def _settings(mx, model):
-    """What decides which CPU kernels run and how (docs/fairness.md); threads are in "threads".
-
-    MKLDNN (oneDNN) is compiled into the PyPI wheel and on unless MXNET_MKLDNN_ENABLED=0. Its
-    fused RNN primitive runs the GRU on CPU unless MXNET_USE_MKLDNN_RNN=0 too (seen with
-    DNNL_VERBOSE=1); on a GPU the RNN operator is cuDNN's.
-    """
-    features = mx.runtime.Features()
-    built = features.is_enabled("MKLDNN")
-    variable = os.environ.get("MXNET_MKLDNN_ENABLED")
-    settings = {
-        "mkldnn_built": built,
-        "MXNET_MKLDNN_ENABLED": variable,  # None: unset (MXNet's default, on)
-        "mkldnn_enabled": bool(built and variable not in ("0", "false", "False")),
-        "blas": sorted(k for k in features.keys() if k.startswith("BLAS_") and features.is_enabled(k)),
-        "engine": os.environ.get("MXNET_ENGINE_TYPE") or "ThreadedEnginePerDevice",
-    }
-    if model in models.LANGUAGE:
-        settings["token_dtype"] = "float32"
-    if model in models.RECURRENT:
-        rnn = os.environ.get("MXNET_USE_MKLDNN_RNN")
-        settings.update(MXNET_USE_MKLDNN_RNN=rnn, token_dtype="float32",
-                        mkldnn_rnn=bool(settings["mkldnn_enabled"] and rnn not in ("0", "false", "False")))
-    return settings
-
-
-def _check_cuda(mx):
-    """The CUDA version of a CUDA build with a visible device; Unavailable otherwise."""
-    base.check_cuda(
-        "mxnet {}".format(mx.__version__), mx.runtime.Features().is_enabled("CUDA"),
-        lambda: mx.context.num_gpus() != 0,
-        "a CUDA build of the same version in this environment, e.g. mxnet-cu112==1.9.1 for CUDA 11.2,",
-        "is built with CUDA but sees no GPU", note=" (the `mxnet` wheel)")
-    return _cuda_of_wheel()
-
-
-def _cuda_of_wheel():
-    """CUDA version from the wheel's name (mxnet-cu112 -> 11.2): MXNet 1.9 has no getter."""
-    import re
-
-    try:
-        from importlib import metadata
-    except ImportError:  # Python < 3.8
-        return None
-    for dist in metadata.distributions():
-        match = re.match(r"mxnet-cu(\d+)(\d)", (dist.metadata["Name"] or "").lower())
-        if match:
-            return "{}.{}".format(*match.groups())
-    return None
-
+# -- helpers -------------------------------------------------------------------------------
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -175,11 +175,3 @@ def load_canonical(mx, blocks, params):
             pairs = [(getattr(target, name), value) for name, value in values.items()]
         for param, value in pairs:
             param.set_data(mx.nd.array(value, dtype="float32"))
-
-
-def uses(nodes, op):
-    """Whether ``op`` occurs in the layer list (inside residuals too)."""
-    for node in nodes:
-        if node["op"] == op or any(uses(node.get(k) or [], op) for k in ("body", "shortcut")):
-            return True
-    return False

@@ -160,14 +160,15 @@ def _simd_flags():
     return "unknown"
 
 
-def prepare(adapter, net, loss_fn):
-    """Hybridize, optimize or leave imperative, as the mode says; record compute_dtypes."""
+def prepare(adapter, net, loss_fn, shape):
+    """Hybridize, optimize or leave imperative, as the mode says; record compute_dtypes. shape is
+    one sample's input shape (the architecture's input)."""
     mx, mode = adapter.mx, adapter.mode()
-    adapter.execution["compute_dtypes"] = compute_dtypes(mx, net, adapter._input)
+    adapter.execution["compute_dtypes"] = compute_dtypes(mx, net, shape)
     if mode == "eager":
         return
     if mode == "compiled" and adapter.config["device"] != "cuda":  # inference (after_import)
-        batch = (adapter.config["batch_size"],) + tuple(adapter._input)
+        batch = (adapter.config["batch_size"],) + tuple(shape)
         net.optimize_for(mx.nd.zeros(batch, ctx=adapter.ctx), backend="MKLDNN", static_alloc=True,
                          static_shape=True)
         adapter.execution["fused_operators"] = fused_operators(net)

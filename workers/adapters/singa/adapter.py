@@ -27,17 +27,15 @@ each named after the error they mend (docs/frameworks/singa.md has the evidence)
   segfaults. Every parameter gets a unique name before the optimizer sees it.
 """
 
-import ctypes
 import gc
 import os
 import platform
 
 from workers import data
 from workers.adapters import base
-from workers.adapters.singa import layers, modes
+from workers.adapters.singa import env, layers, modes
 from workers.adapters.singa.binding import HostIO
 
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _SINGA = {}  # the imported modules and the classes made from them, filled by _import()
 
 
@@ -89,7 +87,7 @@ class Adapter(base.Adapter):
         threads = int(self.config.get("threads") or 0)
         if threads > 0:
             # OpenMP (oneDNN's kernels) and OpenBLAS (dense layers) read these when they load.
-            for var in _THREAD_VARS:
+            for var in env.THREAD_VARS:
                 os.environ[var] = str(threads)
         if self.config["optimizer"] != "sgd":
             raise base.Unsupported(
@@ -119,7 +117,7 @@ class Adapter(base.Adapter):
         return {
             "framework_version": sg["version"],
             "python_version": platform.python_version(),
-            "threads": _threads_report(threads),
+            "threads": env.threads_report(threads),
             "device_name": "cuda:0" if self.config["device"] == "cuda" else base.cpu_name(),
             "cuda_version": None,
             "build": "cuda" if cuda_build else "cpu",
@@ -171,7 +169,7 @@ class Adapter(base.Adapter):
         self._initial = [t.clone() for t in self._states]
         self._steps = 0
         self.graph_runs = 0
-        self.execution["compute_dtypes"] = modes.compute_dtypes(self, sg, arch)
+        self.execution["compute_dtypes"] = modes.compute_dtypes(sg, arch, self._tx, self._params)
         used = set(node["op"] for node in modes.nodes(arch["layers"]))
         if used & set(layers.attention.HOW):
             self.execution["layers"] = dict((op, layers.attention.HOW[op]) for op in sorted(used)
@@ -335,33 +333,6 @@ def _import():
     _SINGA.update(layers.classes(autograd, layer, model, singa_wrap))
     _SINGA.update(layers.attention.operators(autograd, singa_wrap))
     return _SINGA
-
-
-def _threads_report(requested):
-    """What was asked, and what the loaded OpenMP and OpenBLAS runtimes say they use."""
-    report = {"requested": requested, "env": {v: os.environ.get(v) for v in _THREAD_VARS}}
-    for key, library, symbol in (("openmp", "libgomp", "omp_get_max_threads"),
-                                 ("openblas", "libopenblas", "openblas_get_num_threads")):
-        path = _loaded_library(library)
-        try:
-            report[key] = int(getattr(ctypes.CDLL(path), symbol)()) if path else None
-        except (OSError, AttributeError):
-            report[key] = None
-    return report
-
-
-def _loaded_library(prefix):
-    """Path of the shared library whose file name starts with prefix in this process, if any."""
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.split()[-1]
-                if os.path.basename(path).startswith(prefix) and "/singa.libs/" in path:
-                    return path
-    except OSError:
-        pass
-    return None
-
 
 
 def _recurrent_reason(sg, device):

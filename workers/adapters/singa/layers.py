@@ -2,7 +2,7 @@
 the classes built on singa's own that mend what its wheel gets wrong (the adapter's docstring and
 docs/frameworks/singa.md name each error). Python 3.6.
 
-singa is not imported here: the adapter imports it once (adapter._import) and hands its modules in.
+singa is not imported here: the adapter imports it once and hands its modules in.
 """
 
 from workers import models

@@ -53,12 +53,13 @@ def _dtypes(wrap):
     return sorted(name for name in dir(wrap) if name.startswith("kFloat") or name.startswith("kBF"))
 
 
-def compute_dtypes(adapter, sg, arch):
-    """What the convolutions and matrix products run in: the input's and parameters' type
-    (singa's kernels compute in their operands' type, and it has float32 only)."""
+def compute_dtypes(sg, arch, x, params):
+    """What the convolutions and matrix products run in: the type of the input tensor x and of the
+    (name, tensor) params (singa's kernels compute in their operands' type, and it has float32
+    only)."""
     names = {sg["tensor"].float32: "float32"}
-    dtype = names.get(adapter._tx.dtype, str(adapter._tx.dtype))
-    types = set([dtype] + [names.get(t.dtype, str(t.dtype)) for _, t in adapter._params])
+    dtype = names.get(x.dtype, str(x.dtype))
+    types = set([dtype] + [names.get(t.dtype, str(t.dtype)) for _, t in params])
     kinds = set(node["op"] for node in nodes(arch["layers"]))
     out = {}
     if "conv" in kinds:

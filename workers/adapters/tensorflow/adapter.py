@@ -17,8 +17,7 @@ import platform
 
 from workers import data, models
 from workers.adapters import base
-from workers.adapters.tensorflow import layers, modes, transformer
-
+from workers.adapters.tensorflow import env, layers, modes, transformer
 
 
 class Adapter(base.Adapter):
@@ -52,7 +51,7 @@ class Adapter(base.Adapter):
 
     def setup(self):
         threads = int(self.config.get("threads") or 0)
-        _environment_before_import(threads)
+        env.environment_before_import(threads)
         try:
             import keras
             import tensorflow as tf
@@ -65,15 +64,15 @@ class Adapter(base.Adapter):
             raise base.not_supported("device", device, self.title, " (cpu or cuda)")
         budget = None
         if device == "cuda":
-            _check_cuda(tf)
+            env.check_cuda(tf)
             if self.gpu_memory_budget():  # before the context starts, which fixes the devices
-                budget = _memory_budget(tf, self.gpu_memory_budget())
+                budget = env.memory_budget(tf, self.gpu_memory_budget())
         info = {
             "framework_version": tf.__version__,
             "keras_version": keras.__version__,
             "python_version": platform.python_version(),
             # Before any op: TensorFlow fixes its thread pools and devices when its context starts.
-            "threads": _apply_threads(tf, threads),
+            "threads": env.apply_threads(tf, threads),
             "cuda_version": tf.sysconfig.get_build_info().get("cuda_version"),
             "build": "cuda" if tf.test.is_built_with_cuda() else "cpu",
         }
@@ -87,12 +86,12 @@ class Adapter(base.Adapter):
                 info["gpu_memory_budget"] = budget
         else:
             self.device = "/CPU:0"
-            info["gpus_hidden"] = _hide_gpus(tf)
+            info["gpus_hidden"] = env.hide_gpus(tf)
             info["device_name"] = base.cpu_name()
         replica = self.config.get("replica") or {}
         if replica.get("count", 1) > 1:  # before any op: the strategy starts TensorFlow's cluster
             self._join(tf, replica)
-        info["settings"] = _settings(tf, self.gpu, self.config.get("model"), self.mode())
+        info["settings"] = env.settings(tf, self.gpu, self.config.get("model"), self.mode())
         self.execution.update(modes.describe(tf, self.gpu, self.mode(), self.precision()))
         tf.random.set_seed(self.config["seed"])
         return info
@@ -156,7 +155,7 @@ class Adapter(base.Adapter):
         self._initial = [v.numpy() for v in model.variables]
         self._optimizer_initial = [v.numpy() for v in self.optimizer.variables]
         self._steps = 0
-        written = sorted({op for op in transformer.HOW if _uses(arch["layers"], op)})
+        written = sorted({op for op in transformer.HOW if base.uses(arch["layers"], op)})
         if written:  # the attention models: how their nodes are written (docs/frameworks/tensorflow.md)
             self.execution["layers"] = {op: transformer.HOW[op] for op in written}
         self._make_functions(arch)
@@ -347,76 +346,7 @@ class Adapter(base.Adapter):
         return (errors.OpError if errors is not None else RuntimeError, RuntimeError)
 
 
-# -- setup helpers -------------------------------------------------------------------------
-
-
-def _environment_before_import(threads):
-    """What TensorFlow reads from the environment when it loads."""
-    # 1 hides C++ INFO lines (CPU feature notes, XLA service banners) but keeps warnings and errors.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    if threads > 0:
-        os.environ["TF_NUM_INTRAOP_THREADS"] = str(threads)
-        os.environ["TF_NUM_INTEROP_THREADS"] = str(threads)
-
-
-def _apply_threads(tf, n):
-    """Apply threads > 0 to both of TensorFlow's pools; report what it says it uses.
-
-    TensorFlow reports 0 for a pool it sizes itself; it then uses one thread per schedulable
-    CPU, which is reported as ``*_effective``.
-    """
-    applied = {"requested": n}
-    threading = tf.config.threading
-    if n > 0:
-        try:
-            threading.set_intra_op_parallelism_threads(n)
-            threading.set_inter_op_parallelism_threads(n)
-            applied["applied"] = True
-        except RuntimeError as exc:  # only allowed before TensorFlow's context has started
-            applied["applied"] = False
-            applied["error"] = str(exc)
-    applied["intra_op"] = threading.get_intra_op_parallelism_threads()
-    applied["inter_op"] = threading.get_inter_op_parallelism_threads()
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    applied["intra_op_effective"] = applied["intra_op"] or cpus
-    applied["inter_op_effective"] = applied["inter_op"] or cpus
-    return applied
-
-
-def _settings(tf, gpu, model, mode):
-    """What decides which kernels run and how, as TensorFlow reports it (docs/fairness.md).
-
-    Threads are in info["threads"]. oneDNN is on by default on x86 Linux; TF_ENABLE_ONEDNN_OPTS=0
-    turns it off, and onednn_enabled is TensorFlow's own answer (None where it cannot be asked).
-    """
-    try:
-        from tensorflow.python.util import _pywrap_util_port
-
-        onednn = bool(_pywrap_util_port.IsMklEnabled())
-    except (ImportError, AttributeError):
-        onednn = None
-    settings = {
-        "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),  # None: unset (default)
-        "onednn_enabled": onednn,
-        "xla_jit": mode == "compiled",  # the steps' jit_compile
-        "grappler": {k: v for k, v in sorted(tf.config.optimizer.get_experimental_options().items())},
-        # Intel OpenMP's knobs that oneDNN guides suggest; None: unset.
-        "KMP_BLOCKTIME": os.environ.get("KMP_BLOCKTIME"),
-        "KMP_AFFINITY": os.environ.get("KMP_AFFINITY"),
-        "execution": _EXECUTION[mode],
-        "data_format": "channels_last (NHWC)",
-    }
-    if model in models.TOKEN_MODELS:
-        settings["data_format"] = "token ids (N, L) int64"
-    if model in models.RECURRENT:
-        # Keras's GRU takes cuDNN's fused kernel only where a GPU is visible (backend.gru raises
-        # NotImplementedError otherwise) and else loops its GRUCell in a tf.while_loop.
-        settings["gru_implementation"] = "cudnn (CudnnRNNV3)" if gpu else "GRUCell in a tf.while_loop"
-    return settings
-
-
-_EXECUTION = {"eager": "eager (no tf.function)", "graph": "tf.function graph",
-              "compiled": "tf.function graph compiled by XLA (jit_compile=True)"}
+# -- helpers -------------------------------------------------------------------------------
 
 
 def _input_spec(tf, shape, batch):
@@ -427,46 +357,10 @@ def _input_spec(tf, shape, batch):
     return tf.TensorSpec((batch, h, w, c), tf.float32)
 
 
-def _uses(nodes, op):
-    for node in nodes:
-        if node["op"] == op or any(_uses(node.get(k) or [], op) for k in ("body", "shortcut")):
-            return True
-    return False
-
-
 def _channels_last(np, x):
     """NCHW images to NHWC once, untimed (TensorFlow's CPU convolutions are channels-last);
     token ids as they are."""
     return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if x.ndim == 4 else x
-
-
-def _check_cuda(tf):
-    base.check_cuda(
-        "tensorflow {}".format(tf.__version__), tf.test.is_built_with_cuda(),
-        lambda: bool(tf.config.list_physical_devices("GPU")),
-        "tensorflow[and-cuda] of the same version in this environment instead",
-        "is built with CUDA {} but sees no GPU".format(tf.sysconfig.get_build_info().get("cuda_version")),
-        note=" (tensorflow-cpu)",
-        look_at=", CUDA_VISIBLE_DEVICES and the CUDA libraries tensorflow[and-cuda] installs")
-
-
-def _memory_budget(tf, budget):
-    """TensorFlow's own cap: the first GPU made one logical device of ``budget`` bytes, in whole
-    MiB as LogicalDeviceConfiguration's memory_limit takes it (rounded down, so never above the
-    budget; at least 1). Returns what the run's setup record says of it."""
-    mib = max(1, budget >> 20)
-    gpu = tf.config.list_physical_devices("GPU")[0]
-    tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=mib)])
-    return {"bytes": budget, "logical_device_mb": mib}
-
-
-def _hide_gpus(tf):
-    """Keep a CPU run on the CPU: TensorFlow places ops on a visible GPU by itself."""
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        tf.config.set_visible_devices([], "GPU")
-    return len(gpus)
-
 
 
 def _size(shape):
