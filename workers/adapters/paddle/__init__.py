@@ -1,4 +1,11 @@
-"""PaddlePaddle: the lifecycle the runner drives (adapter), its profiler as a tracer (trace).
+"""PaddlePaddle: one package of the layout every adapter shares (docs/adding-a-framework.md).
+
+    adapter.py      the lifecycle the runner drives: set-up, model, optimizer, data, a step
+    env.py          the environment and device probing around the framework's import
+    layers.py       the model definition in PaddlePaddle's layers (built from workers/models/)
+    attention.py    the attention models' nodes
+    modes.py        its execution modes and precisions
+    trace.py        its operator profiler as the kernel tracer (trace: kernels)
 
 The runner loads this package and looks up ``Adapter``; paddle is imported in setup() only.
 """

@@ -1,4 +1,10 @@
-"""PyTorch: the lifecycle the runner drives (adapter), its profiler as a tracer (trace).
+"""PyTorch: one package of the layout every adapter shares (docs/adding-a-framework.md).
+
+    adapter.py      the lifecycle the runner drives: set-up, model, optimizer, data, a step
+    env.py          the environment and device probing around the framework's import
+    layers.py       the model definition in PyTorch's layers (built from workers/models/)
+    modes.py        its execution modes and precisions
+    trace.py        its operator profiler as the kernel tracer (trace: kernels)
 
 The runner loads this package and looks up ``Adapter``; torch is imported in setup() only.
 """

@@ -1,4 +1,11 @@
-"""TensorFlow (Keras 3): the lifecycle the runner drives (adapter), its profiler as a tracer (trace).
+"""TensorFlow (Keras 3): one package of the layout every adapter shares (docs/adding-a-framework.md).
+
+    adapter.py      the lifecycle the runner drives: set-up, model, optimizer, data, a step
+    env.py          the environment and device probing around the framework's import
+    layers.py       the model definition in TensorFlow's layers (built from workers/models/)
+    transformer.py  the attention models' nodes
+    modes.py        its execution modes and precisions
+    trace.py        its operator profiler as the kernel tracer (trace: kernels)
 
 The runner loads this package and looks up ``Adapter``; tensorflow is imported in setup() only.
 """
