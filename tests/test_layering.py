@@ -73,6 +73,42 @@ def test_every_package_imports_only_the_layers_below_it():
     assert violations(REPO) == []
 
 
+def private_imports(root: Path) -> list[str]:
+    """Every `from orchestrator.x import _y` (or profiler's) in orchestrator/ and profiler/: a
+    module's private name is its own, and one another module needs is not private."""
+    found = []
+    for package in ("orchestrator", "profiler"):
+        for path in sorted((root / package).rglob("*.py")):
+            where = path.relative_to(root)
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                    continue
+                if node.module.split(".")[0] not in ("orchestrator", "profiler"):
+                    continue
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{where}:{node.lineno}: imports {alias.name}, private to {node.module}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_name():
+    assert private_imports(REPO) == []
+
+
+def test_a_private_import_is_caught(tmp_path):
+    root = _copy(tmp_path)
+    shutil.copytree(REPO / "profiler", root / "profiler", ignore=shutil.ignore_patterns("__pycache__"))
+    for module, line in [
+        ("orchestrator/sweep/run.py", "    from orchestrator.sweep.progress import _fmt"),
+        ("profiler/sampler.py", "from profiler.timeline import _x as y"),
+    ]:
+        path = root / module
+        text = path.read_text()
+        path.write_text(f"{text}\n\ndef _added():\n{line}\n" if line.startswith(" ") else f"{line}\n{text}")
+        found = [v for v in private_imports(root) if v.startswith(f"{module}:")]
+        assert len(found) == 1 and "private to" in found[0], found
+
+
 def test_every_package_has_a_layer_and_a_map():
     packages = {p.parent.name for p in (REPO / "orchestrator").glob("*/__init__.py")}
     packages.discard("datafiles")

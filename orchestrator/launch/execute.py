@@ -89,7 +89,7 @@ def write_spec(
     return path
 
 
-def _shell_command(run_dir: Path, env: dict[str, str], threads: dict[str, str], cmd: list[str]) -> str:
+def shell_command(run_dir: Path, env: dict[str, str], threads: dict[str, str], cmd: list[str]) -> str:
     assignments = [f"PYTHONPATH={shlex.quote(env['PYTHONPATH'])}"]
     assignments += [f"{k}={v}" for k, v in threads.items()]
     return f"cd {shlex.quote(str(run_dir))} && {' '.join(assignments)} {shlex.join(cmd)}"
@@ -168,7 +168,7 @@ def launch(
         timeline = timelines.read(run_dir / SAMPLES_FILE)
         outcome = outcomes.classify(finished, run_dir, config.timeout, timeline)
     rec = gather(
-        config, outcome, run_dir, started, finished, _shell_command(run_dir, env, threads, cmd), threads
+        config, outcome, run_dir, started, finished, shell_command(run_dir, env, threads, cmd), threads
     )
     rec.timeline = timeline
     rec.cpus_allowed = cpus_allowed
@@ -198,7 +198,7 @@ def _run(
             config.timeout,
             tick=tick,
             cpus=cpus,
-            on_start=_started(sidecar, on_worker_start),
+            on_start=on_started(sidecar, on_worker_start),
             on_exit=sidecar.stop if sidecar else None,
             token=token,
         )
@@ -208,7 +208,7 @@ def _run(
         raise
 
 
-def _started(
+def on_started(
     sidecar: Sidecar | None, on_worker_start: Callable[[int], None] | None
 ) -> Callable[[int, float], None] | None:
     if on_worker_start is None:

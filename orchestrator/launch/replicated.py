@@ -16,9 +16,9 @@ from orchestrator.config.run_config import RunConfig
 from orchestrator.launch import outcomes, replicas, tracing
 from orchestrator.launch.execute import (
     Interpreter,
-    _shell_command,
-    _started,
     gather,
+    on_started,
+    shell_command,
     sidecar_for,
     worker_env,
     write_spec,
@@ -54,7 +54,7 @@ def launch_replicas(
         env, threads = worker_env(config)
         cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]
         rec = gather(
-            config, outcome, run_dir, now(), None, _shell_command(run_dir, env, threads, cmd), threads
+            config, outcome, run_dir, now(), None, shell_command(run_dir, env, threads, cmd), threads
         )
         rec.cpus_allowed = len(available)
         return rec
@@ -110,9 +110,9 @@ def replica_start(
     cmd = [str(python), "-m", "workers", "--spec", "spec.json"]
     cmd, _ = tracing.wrap(config, cmd, env) if rank == 0 else (cmd, None)
     sidecar = sidecar_for(config, where, set(cpus)) if sample else None
-    started = _started(sidecar, on_worker_start)
+    started = on_started(sidecar, on_worker_start)
     member = Member(cmd, env, where, set(cpus), on_start=started, on_exit=sidecar.stop if sidecar else None)
-    return ReplicaStart(member, sidecar, _shell_command(where, env, variables, cmd), cpus, threads)
+    return ReplicaStart(member, sidecar, shell_command(where, env, variables, cmd), cpus, threads)
 
 
 def run_replicas(
