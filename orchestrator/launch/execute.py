@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orchestrator.config import samples
 from orchestrator.config.checks import resolved_timing
 from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig
 from orchestrator.config.values import cpu_set, format_cpus
@@ -281,40 +280,3 @@ def gather(
         stderr_tail=outcomes.read_tail(run_dir / "stderr.log", 4000),
         thread_env=threads,
     )
-
-
-def where_it_died(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """The last phase, epoch and completed step the event stream shows."""
-    phase = epoch = step = None
-    for event in events:
-        if event.get("event") == "phase":
-            phase, step = event.get("phase"), None
-            epoch = event.get("epoch", epoch)
-        elif event.get("event") == "step":
-            epoch, step = event.get("epoch"), event.get("step")
-    # The worker wrote these: only what the columns can hold is kept.
-    return {
-        "last_phase": phase[:200] if isinstance(phase, str) else None,
-        "last_epoch": _small_int(epoch),
-        "last_step": _small_int(step),
-    }
-
-
-def _small_int(value: Any) -> int | None:
-    return value if type(value) is int and abs(value) < 1 << 62 else None
-
-
-def summarise(epochs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Timing over the timed epochs (all repeats, extra ones included: samples.run_summary); loss
-    and accuracy of the last configured epoch (an extra one is not evaluated)."""
-    row = samples.run_summary(epochs)
-    if not row:
-        return {}
-    configured = [e for e in epochs if not e.get("extra")] or epochs
-    last = configured[-1]
-    row.update(
-        steps_per_epoch=last.get("steps"),
-        final_train_loss=last.get("train_loss"),
-        final_val_accuracy=last.get("val_accuracy"),
-    )
-    return row
