@@ -55,7 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import overhead_paired  # noqa: E402
 
 from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, IMAGE_MODELS, TASKS, RunConfig  # noqa: E402
-from orchestrator.launch.execute import execute, worker_env  # noqa: E402
+from orchestrator.launch.execute import execute  # noqa: E402
+from orchestrator.launch.lifecycle import worker_env  # noqa: E402
 from orchestrator.launch.sidecar import SAMPLES_FILE  # noqa: E402
 from orchestrator.provision import envs  # noqa: E402
 from orchestrator.sweep.folders import run_folder  # noqa: E402

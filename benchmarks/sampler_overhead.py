@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 import psutil  # noqa: E402
 
 from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig  # noqa: E402
-from orchestrator.launch.execute import worker_env, write_spec  # noqa: E402
+from orchestrator.launch.lifecycle import worker_env, write_spec  # noqa: E402
 from orchestrator.launch.sidecar import Sidecar, SidecarSettings  # noqa: E402
 from orchestrator.provision import envs  # noqa: E402
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.config.run_config import RunConfig
-from orchestrator.launch import result_fields
 from orchestrator.storage.db import Database, schema_version
+from orchestrator.sweep import result_fields
 
 DATA = Path(__file__).parent / "data"
 

@@ -341,16 +341,16 @@ def test_a_huge_exception_message_is_stored_bounded(tmp_path, monkeypatch, cli, 
     monkeypatch.chdir(tmp_path)
     message = "start-" + "x" * (20 << 20) + "-end"
     write_matrix("include:\n  - {framework: fault, fault: raise}\n")
-    from orchestrator.launch import execute
+    from orchestrator.launch import lifecycle
 
-    real = execute.gather
+    real = lifecycle.gather
 
     def gather_with_big_message(config, outcome, *args, **kwargs):
         outcome.exception_message = message  # as the worker's result.json would carry it
         outcome.traceback = "Traceback\n" * (2 << 20)
         return real(config, outcome, *args, **kwargs)
 
-    monkeypatch.setattr(execute, "gather", gather_with_big_message)
+    monkeypatch.setattr(lifecycle, "gather", gather_with_big_message)
     assert cli("run", "--matrix", "m.yaml").exit_code == 0
     conn = sqlite3.connect(tmp_path / "bench.db")
     stored_message, traceback = conn.execute("SELECT exception_message, traceback FROM runs").fetchone()
@@ -438,7 +438,7 @@ def test_a_partial_runs_epochs_are_only_those_the_table_can_hold(tmp_path):
     """Epoch events without a NOT NULL column, or the same epoch twice, would fail the insert and
     lose the run: a stream a worker wrote keeps one record per epoch that can be stored."""
     from orchestrator.config.run_config import RunConfig
-    from orchestrator.launch import execute
+    from orchestrator.launch import lifecycle
     from orchestrator.launch.process import Finished
 
     lines = [
@@ -449,7 +449,7 @@ def test_a_partial_runs_epochs_are_only_those_the_table_can_hold(tmp_path):
     ]
     run_dir = fake_worker(tmp_path, "{}", "".join(json.dumps(e) + "\n" for e in lines))
     outcome = outcomes.classify(Finished(returncode=-9, wall_seconds=1.0), run_dir, 10.0)
-    rec = execute.gather(RunConfig(framework="fault"), outcome, run_dir, "now", None, "cmd", {})
+    rec = lifecycle.gather(RunConfig(framework="fault"), outcome, run_dir, "now", None, "cmd", {})
     assert [(e["epoch"], e["seconds"]) for e in rec.epochs] == [(1, 2.0)]
 
 

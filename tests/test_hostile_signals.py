@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.launch import capture, orphans, outcomes
-from orchestrator.launch.execute import where_it_died
 from orchestrator.storage.db import Database
 from orchestrator.sweep import liveruns
 from orchestrator.sweep.progress import Progress
+from orchestrator.sweep.result_fields import where_it_died
 from tests import dbs
 from tests.conftest import bench_command, default_sigint
 from tests.test_outcomes import pid_alive

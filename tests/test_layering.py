@@ -73,6 +73,97 @@ def test_every_package_imports_only_the_layers_below_it():
     assert violations(REPO) == []
 
 
+def private_imports(root: Path) -> list[str]:
+    """Every `from orchestrator.x import _y` (or profiler's) in orchestrator/ and profiler/: a
+    module's private name is its own, and one another module needs is not private."""
+    found = []
+    for package in ("orchestrator", "profiler"):
+        for path in sorted((root / package).rglob("*.py")):
+            where = path.relative_to(root)
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                    continue
+                if node.module.split(".")[0] not in ("orchestrator", "profiler"):
+                    continue
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{where}:{node.lineno}: imports {alias.name}, private to {node.module}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_name():
+    assert private_imports(REPO) == []
+
+
+def test_a_private_import_is_caught(tmp_path):
+    root = _copy(tmp_path)
+    shutil.copytree(REPO / "profiler", root / "profiler", ignore=shutil.ignore_patterns("__pycache__"))
+    for module, line in [
+        ("orchestrator/sweep/run.py", "    from orchestrator.sweep.progress import _fmt"),
+        ("profiler/sampler.py", "from profiler.timeline import _x as y"),
+    ]:
+        path = root / module
+        text = path.read_text()
+        path.write_text(f"{text}\n\ndef _added():\n{line}\n" if line.startswith(" ") else f"{line}\n{text}")
+        found = [v for v in private_imports(root) if v.startswith(f"{module}:")]
+        assert len(found) == 1 and "private to" in found[0], found
+
+
+def _module_graph(root: Path) -> dict[str, set[str]]:
+    """Each module of orchestrator/ and profiler/ and the modules of theirs it imports."""
+    paths = {}
+    for package in ("orchestrator", "profiler"):
+        for path in (root / package).rglob("*.py"):
+            name = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+            paths[name] = path
+    graph = {}
+    for name, path in paths.items():
+        wanted = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:  # `from orchestrator.launch import outcomes`: the module
+                    full = f"{node.module}.{alias.name}"
+                    wanted.add(full if full in paths else node.module)
+            elif isinstance(node, ast.Import):
+                wanted.update(alias.name for alias in node.names)
+        graph[name] = (wanted & set(paths)) - {name}
+    return graph
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """The modules that import one another, directly or through others (lazy imports too)."""
+    graph, cycles = _module_graph(root), []
+    for name in sorted(graph):
+        below = _reach(graph, name)
+        if name in below and not any(name in cycle for cycle in cycles):
+            cycles.append(sorted(m for m in below if name in _reach(graph, m)))
+    return cycles
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for there in graph[todo.pop()] - seen:
+            seen.add(there)
+            todo.append(there)
+    return seen
+
+
+def test_no_module_imports_a_module_that_imports_it():
+    """Following a run from the sweep to the worker goes down the modules, never back."""
+    assert import_cycles(REPO) == []
+
+
+def test_an_import_cycle_is_caught(tmp_path):
+    root = _copy(tmp_path)
+    shutil.copytree(REPO / "profiler", root / "profiler", ignore=shutil.ignore_patterns("__pycache__"))
+    path = root / "orchestrator" / "launch" / "replicas.py"
+    path.write_text(path.read_text() + "\n\ndef _added():\n    from orchestrator.launch import execute\n")
+    assert import_cycles(root) == [
+        ["orchestrator.launch.execute", "orchestrator.launch.lifecycle", "orchestrator.launch.replicas"]
+    ]
+
+
 def test_every_package_has_a_layer_and_a_map():
     packages = {p.parent.name for p in (REPO / "orchestrator").glob("*/__init__.py")}
     packages.discard("datafiles")

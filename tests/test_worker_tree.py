@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator import shipped
 from orchestrator.config.run_config import RunConfig
-from orchestrator.launch.execute import worker_env
+from orchestrator.launch.lifecycle import worker_env
 from orchestrator.provision import hostinfo, worker_tree
 
 REPO = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ from orchestrator.errors import BenchError, ConfigError
 from orchestrator.executors import ray_task
 from orchestrator.executors.base import Job, ProgressSink
 from orchestrator.launch import outcomes
-from orchestrator.launch.execute import gather
+from orchestrator.launch.lifecycle import gather
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.launch.sidecar import SAMPLES_FILE
 from profiler import timeline as timelines

@@ -1,9 +1,11 @@
 """The body of one Ray task: run one configuration on whichever node Ray chose.
 
 It calls what the local executor calls (orchestrator/launch/execute.py `execute`): the isolated worker in
-this node's framework environment, the sidecar profiler, the outcome decision. It returns the whole
-`RunRecord`, with this node's name and machine facts, to the driver, which alone writes the
-database. Ray imports this module on the node: it needs bench installed there, not ray's own API.
+this node's framework environment, the sidecar profiler, the outcome decision. A data-parallel run's
+replica goes through the same lifecycle (orchestrator/launch/lifecycle.py: start, watch, end), and
+the replicas' endings become the run's record as on one machine (lifecycle.record_replicas). It
+returns the whole `RunRecord`, with this node's name and machine facts, to the driver, which alone
+writes the database. Ray imports this module on the node: it needs bench installed there, not ray's own API.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def rendezvous_on_node(count: int) -> dict[str, Any]:
     """Replica 0's node: its address and ports free there now, for every replica to meet at."""
     import ray
 
-    from orchestrator.launch.replicated import rendezvous_for
+    from orchestrator.launch.replicas import rendezvous_for
 
     return {**rendezvous_for(count, ray.util.get_node_ip_address()), "node": node_name()}
 
@@ -113,7 +115,7 @@ def run_replica_on_node(
     """One replica of a data-parallel run, on the node of its placement-group bundle: the worker
     process on this node's CPUs (or the configuration's), watched here; its ending and row."""
     from orchestrator.config.values import cpu_set
-    from orchestrator.launch import replicated
+    from orchestrator.launch import lifecycle
     from orchestrator.provision import envs
 
     node, host = node_name(), dict(hostinfo.machine())
@@ -124,25 +126,24 @@ def run_replica_on_node(
     cpus = frozenset(cpu_set(job.config.cpus) if job.config.cpus else available)
     threads = job.config.threads or len(cpus)
     reaper = Reaper()
-    start = replicated.replica_start(
+    start = lifecycle.start_replica(
         job.config,
         job.run_dir,
         python,
         rank,
         rendezvous,
-        cpus,
-        threads,
+        (cpus, threads),
         data_file=job.data_file,
         on_worker_start=reaper.watch,
     )
     try:
-        (finished,) = replicated.run_replicas(job.config, [start], token)
+        (finished,) = lifecycle.watch(job.config, [start], token)
     except BaseException:
         reaper.close(finished=False)
         raise
     reaper.close()
     ended_at = finished.exited_at or time.time()
-    outcome, row = replicated.replica_end(job.config, job.run_dir, rank, start, finished)
+    outcome, row = lifecycle.end_replica(job.config, job.run_dir, rank, start, finished)
     row["node"] = node
     return {
         "ended_at": ended_at,
@@ -163,12 +164,12 @@ def run_replicated(
     each, STRICT_SPREAD; with --pack, PACK: replicas may share a node), the rendezvous on replica
     0's node, one task a replica on its bundle, watched from here. The first replica that fails
     ends the others (their tasks cancelled, whose reapers end their workers); the endings make the
-    run's record as on one machine (replicated.replicated_record)."""
+    run's record as on one machine (lifecycle.record_replicas)."""
     import ray
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    from orchestrator.launch import orphans, replicas, replicated
+    from orchestrator.launch import orphans, replicas
     from orchestrator.launch.run_record import now
 
     config, count = job.config, job.config.replica_count
@@ -191,7 +192,7 @@ def run_replicated(
         token = orphans.new_token()
         for attempt in range(replicas.PORT_TRIES):
             if attempt:
-                replicated.clear(job.run_dir)
+                replicas.clear(job.run_dir)
             rendezvous = ray.get(meet.options(num_cpus=0, scheduling_strategy=on(0)).remote(count))
             started_at, begun = now(), time.time()
             refs = {
@@ -277,8 +278,8 @@ def _signal_last(end: dict[str, Any]) -> bool:
 def _record(
     config: Any, job: Job, ends: dict[int, dict[str, Any]], started_at: str, count: int, begun: float
 ) -> RunRecord:
-    """The run's record from its replicas' endings, as replicated.replicated_record makes it here."""
-    from orchestrator.launch import replicas, replicated
+    """The run's record from its replicas' endings, as lifecycle.record_replicas makes it here."""
+    from orchestrator.launch import lifecycle, replicas
     from orchestrator.launch.outcomes import Outcome
     from orchestrator.launch.process import Finished
 
@@ -322,6 +323,7 @@ def _record(
 
     shown = (ends.get(0) or {}).get("row", {}).get("cpus")
     cpus = len(cpu_set(shown)) if shown else 0
-    return replicated.replicated_record(
-        config, job.run_dir, ended, rows, started_at, " & ".join(commands), cpus, config.threads
+    share = (cpus, config.threads)
+    return lifecycle.record_replicas(
+        config, job.run_dir, ended, rows, started_at, " & ".join(commands), share
     )

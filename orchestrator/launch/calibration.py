@@ -11,7 +11,7 @@ import subprocess
 import sys
 from typing import Any
 
-from orchestrator.launch.execute import THREAD_VARIABLES
+from orchestrator.launch.lifecycle import THREAD_VARIABLES
 from orchestrator.launch.sidecar import profiler_pythonpath
 from orchestrator.text.terminal import safe_line
 from profiler import disturbance

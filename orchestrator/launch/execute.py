@@ -1,85 +1,19 @@
-"""Run one configuration in its own process and environment, and gather everything it left."""
+"""Run one configuration on this machine, in its own processes and environment, and gather
+everything it left: a run of one worker, or a data-parallel run's replicas, through the one
+lifecycle (launch/lifecycle.py: start → watch → end → gather)."""
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from orchestrator.config import samples
-from orchestrator.config.checks import resolved_timing
-from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL, RunConfig
+from orchestrator.config.run_config import RunConfig
 from orchestrator.config.values import cpu_set, format_cpus
-from orchestrator.launch import orphans, outcomes, tracing
-from orchestrator.launch.process import Finished, run_worker
+from orchestrator.launch import lifecycle, orphans, outcomes, replicas
+from orchestrator.launch.lifecycle import Ending, Options
 from orchestrator.launch.run_record import RunRecord, now
-from orchestrator.launch.sidecar import SAMPLES_FILE, Sidecar, SidecarSettings
-from orchestrator.provision import envs, worker_tree
-from profiler import timeline as timelines
-
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-# Inherited variables that would make the framework's interpreter see the orchestrator's packages.
-DROPPED_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-
-
-def workers_path() -> Path:
-    """The folder on the worker's PYTHONPATH: a copy of bench's `workers` package and nothing else
-    of bench (orchestrator/provision/worker_tree.py)."""
-    return worker_tree.materialise()
-
-
-def worker_env(config: RunConfig, threads: int | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """The worker's environment, and the thread variables it was given (``threads``: a replica's,
-    in place of the configuration's)."""
-    env = {k: v for k, v in os.environ.items() if k not in DROPPED_VARIABLES}
-    env["PYTHONPATH"] = str(workers_path())
-    env["PYTHONUNBUFFERED"] = "1"
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # so device indices agree with NVML's
-    count = config.threads if threads is None else threads
-    if count > 0:
-        for name in THREAD_VARIABLES:
-            env[name] = str(count)
-    return env, {k: env[k] for k in THREAD_VARIABLES if k in env}
-
-
-def worker_config(config: RunConfig) -> dict[str, Any]:
-    """Every setting, with min_time and min_steps resolved: the worker applies no defaults."""
-    settings = config.to_dict()
-    settings["min_time"], settings["min_steps"] = resolved_timing(config)
-    return settings
-
-
-def write_spec(
-    run_dir: Path,
-    config: RunConfig,
-    data_file: Path | None = None,
-    task: str = "train",
-    replica: dict[str, Any] | None = None,
-) -> Path:
-    """``replica``: a data-parallel run's replica, its rank, the replica count and the rendezvous."""
-    spec = {
-        "spec_version": 1,
-        "task": task,
-        "config_hash": config.config_hash,
-        "events_path": "events.jsonl",
-        "result_path": "result.json",
-        "config": worker_config(config),
-        "data_file": str(data_file) if data_file else None,
-    }
-    if replica is not None:
-        spec["replica"] = replica
-    path = run_dir / "spec.json"
-    path.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
-    return path
-
-
-def _shell_command(run_dir: Path, env: dict[str, str], threads: dict[str, str], cmd: list[str]) -> str:
-    assignments = [f"PYTHONPATH={shlex.quote(env['PYTHONPATH'])}"]
-    assignments += [f"{k}={v}" for k, v in threads.items()]
-    return f"cd {shlex.quote(str(run_dir))} && {' '.join(assignments)} {shlex.join(cmd)}"
+from orchestrator.provision import envs
 
 
 def execute(
@@ -123,90 +57,33 @@ def launch(
     on_worker_start: Callable[[int], None] | None = None,
     token: str | None = None,
 ) -> RunRecord:
-    """The one sequence of a worker's run: its folder and spec.json, its interpreter and
-    environment, the worker run in its own process group (beside the sampler, under nsys where the
-    settings ask), its outcome classified, everything it left gathered into a record.
+    """A worker's run: its folder and spec.json, its interpreter and environment, the worker run in
+    its own process group (beside the sampler, under nsys where the settings ask), its outcome
+    classified, everything it left gathered into a record.
 
     ``task`` is the spec's: train, or probe (`bench models`: build the model, count its
     parameters). ``sample`` False keeps the sampler off whatever the settings say.
     """
     token = token or orphans.new_token()
-    if config.replica_count > 1:  # a data-parallel run: launch/replicated.py (it builds on this module)
-        from orchestrator.launch import replicated
-
-        return replicated.launch_replicas(
-            config, run_dir, interpreter, sample, tick, data_file, on_worker_start, token
-        )
     run_dir.mkdir(parents=True)
-    write_spec(run_dir, config, data_file, task)
-    python, where = interpreter()
-    env, threads = worker_env(config)
-    cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]
+    found = interpreter()
+    python, where = found
+    if config.replica_count > 1:
+        return _launch_replicas(config, run_dir, found, sample, tick, data_file, on_worker_start, token)
     cpus, cpus_allowed, cpus_problem = allowed_cpus(config)
-    cmd, trace_note = tracing.wrap(config, cmd, env) if python else (cmd, None)
+    pinned = frozenset(cpus) if cpus is not None else None
+    runs = python is not None and cpus_problem is None
+    # What cannot run has no sampler; its command is still nsys's where the settings ask for it.
+    options = Options(task=task, sample=sample and runs, trace=python is not None, data_file=data_file)
+    one = lifecycle.start(config, run_dir, python, pinned, options, on_worker_start)
     started = now()
-    finished = None
-    timeline = timelines.Timeline()
-    if python is None or cpus_problem:
-        outcome = outcomes.Outcome("unavailable", reason=cpus_problem or where)
+    if not runs:
+        ending = Ending(outcomes.Outcome("unavailable", reason=cpus_problem or where))
     else:
-        sidecar = sidecar_for(config, run_dir, cpus) if sample else None
-        finished = _run(config, cmd, env, run_dir, cpus, sidecar, tick, on_worker_start, token)
-        timeline = timelines.read(run_dir / SAMPLES_FILE)
-        outcome = outcomes.classify(finished, run_dir, config.timeout, timeline)
-    rec = gather(
-        config, outcome, run_dir, started, finished, _shell_command(run_dir, env, threads, cmd), threads
-    )
-    rec.timeline = timeline
-    rec.cpus_allowed = cpus_allowed
-    rec.trace = tracing.collect(config, run_dir, outcome.result, trace_note)
-    return rec
-
-
-def _run(
-    config: RunConfig,
-    cmd: list[str],
-    env: dict[str, str],
-    run_dir: Path,
-    cpus: set[int] | None,
-    sidecar: Sidecar | None,
-    tick: Callable[[], None] | None,
-    on_worker_start: Callable[[int], None] | None,
-    token: str,
-) -> Finished:
-    """The worker run to its end, the sampler (if any) beside it from the worker's start."""
-    try:
-        if sidecar:
-            sidecar.launch(token)
-        return run_worker(
-            cmd,
-            env,
-            run_dir,
-            config.timeout,
-            tick=tick,
-            cpus=cpus,
-            on_start=_started(sidecar, on_worker_start),
-            on_exit=sidecar.stop if sidecar else None,
-            token=token,
-        )
-    except BaseException:
-        if sidecar:  # stopped before the worker existed: the waiting sampler is told so
-            sidecar.stop()
-        raise
-
-
-def _started(
-    sidecar: Sidecar | None, on_worker_start: Callable[[int], None] | None
-) -> Callable[[int, float], None] | None:
-    if on_worker_start is None:
-        return sidecar.start if sidecar else None
-
-    def started(pid: int, t0: float) -> None:
-        on_worker_start(pid)
-        if sidecar:
-            sidecar.start(pid, t0)
-
-    return started
+        (finished,) = lifecycle.watch(config, [one], token, tick)
+        outcome, timeline = lifecycle.end(config, run_dir, finished)
+        ending = Ending(outcome, finished, timeline)
+    return lifecycle.record(config, run_dir, one, ending, started, cpus_allowed)
 
 
 def allowed_cpus(config: RunConfig) -> tuple[set[int] | None, int, str | None]:
@@ -228,80 +105,78 @@ def allowed_cpus(config: RunConfig) -> tuple[set[int] | None, int, str | None]:
     return wanted, len(wanted), None
 
 
-def sidecar_for(config: RunConfig, run_dir: Path, cpus: set[int] | None = None) -> Sidecar | None:
-    """``cpus``: those the run is pinned to; unpinned, it may use all of bench's."""
-    interval = DEFAULT_SAMPLE_INTERVAL if config.sample_interval is None else config.sample_interval
-    if interval <= 0:
-        return None
-    allowed = format_cpus(cpus or os.sched_getaffinity(0))
-    return Sidecar(SidecarSettings(interval, config.memory_budget, allowed), run_dir)
+# -- a data-parallel run on this machine (docs/distributed.md, "Data-parallel runs") ---------------
 
 
-def gather(
+def _launch_replicas(
     config: RunConfig,
-    outcome: outcomes.Outcome,
     run_dir: Path,
-    started: str,
-    finished: Finished | None,
-    command: str,
-    threads: dict[str, str],
+    found: tuple[Path | None, str],
+    sample: bool,
+    tick: Callable[[], None] | None,
+    data_file: Path | None,
+    on_worker_start: Callable[[int], None] | None,
+    token: str,
 ) -> RunRecord:
-    events = outcomes.read_events(run_dir / "events.jsonl")
-    if outcome.result and outcome.outcome == "ok":
-        # A train result has its epochs (outcomes checks it); a probe's (bench models) has none.
-        epochs = list(outcome.result.get("epochs", []))
-    else:
-        # A partial run's epochs come from its event stream: only those that can be stored.
-        epochs = outcomes.unique_epochs(
-            [e for e in events if e.get("event") == "epoch_end" and not outcomes.epoch_problem(e)]
+    """A data-parallel run: its replicas started together, each in its folder on its share of the
+    CPUs, watched together, their outcomes made the run's (launch/replicas.py). A rendezvous port
+    taken meanwhile starts the run again on another. ``found``: the interpreter, or None and why."""
+    python, where = found
+    available = os.sched_getaffinity(0)
+    plan, problem = replicas.plan(config, available)
+    if python is None or plan is None:
+        outcome = outcomes.Outcome(
+            "unavailable" if python is None else "skipped", reason=where if python is None else problem
         )
-    return RunRecord(
-        config=config,
-        outcome=outcome,
-        run_dir=run_dir,
-        started_at=started,
-        ended_at=now(),
-        wall_seconds=finished.wall_seconds if finished else 0.0,
-        worker_command=command,
-        epochs=epochs,
-        events=events,
-        stderr_tail=outcomes.read_tail(run_dir / "stderr.log", 4000),
-        thread_env=threads,
-    )
+        options = Options(sample=False, trace=False, data_file=data_file)
+        one = lifecycle.start(config, run_dir, python, None, options)
+        return lifecycle.record(config, run_dir, one, Ending(outcome), now(), len(available))
+    for attempt in range(replicas.PORT_TRIES):
+        if attempt:
+            replicas.clear(run_dir)
+        rec, taken = _attempt(config, run_dir, python, plan, sample, tick, data_file, on_worker_start, token)
+        if not taken:
+            break
+    return rec
 
 
-def where_it_died(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """The last phase, epoch and completed step the event stream shows."""
-    phase = epoch = step = None
-    for event in events:
-        if event.get("event") == "phase":
-            phase, step = event.get("phase"), None
-            epoch = event.get("epoch", epoch)
-        elif event.get("event") == "step":
-            epoch, step = event.get("epoch"), event.get("step")
-    # The worker wrote these: only what the columns can hold is kept.
-    return {
-        "last_phase": phase[:200] if isinstance(phase, str) else None,
-        "last_epoch": _small_int(epoch),
-        "last_step": _small_int(step),
-    }
-
-
-def _small_int(value: Any) -> int | None:
-    return value if type(value) is int and abs(value) < 1 << 62 else None
-
-
-def summarise(epochs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Timing over the timed epochs (all repeats, extra ones included: samples.run_summary); loss
-    and accuracy of the last configured epoch (an extra one is not evaluated)."""
-    row = samples.run_summary(epochs)
-    if not row:
-        return {}
-    configured = [e for e in epochs if not e.get("extra")] or epochs
-    last = configured[-1]
-    row.update(
-        steps_per_epoch=last.get("steps"),
-        final_train_loss=last.get("train_loss"),
-        final_val_accuracy=last.get("val_accuracy"),
-    )
-    return row
+def _attempt(
+    config: RunConfig,
+    run_dir: Path,
+    python: Path,
+    plan: replicas.Plan,
+    sample: bool,
+    tick: Callable[[], None] | None,
+    data_file: Path | None,
+    on_worker_start: Callable[[int], None] | None,
+    token: str,
+) -> tuple[RunRecord, bool]:
+    """One attempt at the replicated run on this machine; the record, and whether the rendezvous
+    port was taken."""
+    rendezvous = replicas.rendezvous_for(plan.count)
+    starts = [
+        lifecycle.start_replica(
+            config,
+            run_dir,
+            python,
+            rank,
+            rendezvous,
+            (plan.cpus[rank], plan.threads),
+            sample,
+            data_file,
+            on_worker_start if rank == 0 else None,
+        )
+        for rank in range(plan.count)
+    ]
+    started_at = now()
+    ends = lifecycle.watch(config, starts, token, tick)
+    ended, rows = [], []
+    for rank, (one, finished) in enumerate(zip(starts, ends, strict=True)):
+        outcome, row = lifecycle.end_replica(config, run_dir, rank, one, finished)
+        ended.append((outcome, finished))
+        rows.append(row)
+    command = " & ".join(s.command for s in starts)
+    share = (len(plan.cpus[0]), plan.threads)
+    rec = lifecycle.record_replicas(config, run_dir, ended, rows, started_at, command, share)
+    taken = rec.outcome.outcome != "ok" and replicas.port_was_taken([r["stderr_tail"] for r in rows])
+    return rec, taken

@@ -126,8 +126,8 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     """The well-formed events, bounded in memory whatever the file holds.
 
     A line cut short by the worker's death, longer than ``EVENT_LINE_BYTES`` or not a JSON object
-    is skipped. Each run of step events is kept as its last (all that where_it_died reads);
-    of the rest, the first ``EVENTS_HEAD`` and the last ``EVENTS_TAIL`` are kept.
+    is skipped. Each run of step events is kept as its last (all that where_it_died reads, in
+    sweep/result_fields.py); of the rest, the first ``EVENTS_HEAD`` and the last ``EVENTS_TAIL`` are kept.
     """
     head: list[dict[str, Any]] = []
     tail: deque[dict[str, Any]] = deque(maxlen=EVENTS_TAIL)

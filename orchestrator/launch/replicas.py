@@ -79,6 +79,24 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def rendezvous_for(count: int, host: str = HOST) -> dict[str, Any]:
+    """Ports free on this machine: one endpoint a replica for the frameworks that want each one's
+    (Paddle's, TensorFlow's), replica 0's the framework's rendezvous; and bench's own channel
+    (workers/coordination.py)."""
+    endpoints = [f"{host}:{port}" for port in free_ports(count + 1)]
+    control = endpoints.pop()
+    return {"count": count, "address": endpoints[0], "control": control, "endpoints": endpoints}
+
+
+def clear(run_dir: Path) -> None:
+    """An attempt's files gone, so that the next attempt's are the run's."""
+    for path in sorted(run_dir.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink()
+
+
 def port_was_taken(stderrs: list[str]) -> bool:
     """Whether a replica failed because its rendezvous port was taken by somebody else."""
     return any(mark in text for text in stderrs for mark in PORT_TAKEN)

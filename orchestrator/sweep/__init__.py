@@ -5,6 +5,9 @@
     run.py        a list of configurations run through an executor, each run recorded the moment
                   it ends; Ctrl-C/SIGTERM/SIGHUP end it as interrupted; a disturbed run queued again
     recording.py  sweeps and runs written to the database, one transaction per run
+    result_fields.py  what a run left as the runs table's columns: its epochs' timing (summarise),
+                  where its events stopped (where_it_died), its result's execution, warm-up and
+                  target fields (columns; the worker's values are outside input)
     liveruns.py   sweeps and runs in flight as locked files, so what a killed bench left is found,
                   ended and recorded by the next one
     progress.py   the live line (step n of N, from the events) and plain lines elsewhere

@@ -34,7 +34,7 @@ from orchestrator.config.checks import config_from_data
 from orchestrator.config.run_config import RunConfig
 from orchestrator.errors import BenchError, DatabaseError
 from orchestrator.launch import capture, orphans, outcomes
-from orchestrator.launch.execute import gather
+from orchestrator.launch.lifecycle import gather
 from orchestrator.launch.run_record import now
 from orchestrator.launch.sidecar import SAMPLES_FILE
 from orchestrator.storage.db import Database, sqlite_path

@@ -17,12 +17,13 @@ import sqlalchemy as sa
 from orchestrator import __version__
 from orchestrator.config import samples
 from orchestrator.config.run_config import RunConfig
-from orchestrator.launch import result_fields, tracing
-from orchestrator.launch.execute import summarise, where_it_died
+from orchestrator.launch import tracing
 from orchestrator.launch.outcomes import EPOCH_COLUMNS, bounded
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.provision import hostinfo
 from orchestrator.storage.db import Database, hide_passwords
+from orchestrator.sweep import result_fields
+from orchestrator.sweep.result_fields import summarise, where_it_died
 from profiler import energy
 from profiler import kernels as kernel_classes
 from profiler import timeline as timelines

@@ -1,4 +1,6 @@
-"""A result's execution, warm-up and time-to-target fields, as the runs table's columns.
+"""What a run left, as the runs table's columns: its epochs' timing (summarise), where its event
+stream stopped (where_it_died), and its result's execution, warm-up and time-to-target fields
+(columns).
 
 The worker wrote them: outside input (docs/security.md). Each value is kept only where it has the
 type its column means (a count, a finite number of seconds, a flag, short text), anything else is
@@ -15,6 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from orchestrator.config import samples
 from orchestrator.config.run_config import RunConfig
 from workers import execution as modes
 
@@ -118,3 +121,40 @@ def _plain(value: Any, depth: int) -> Any:
     if isinstance(value, list):
         return [_plain(v, depth + 1) for v in value]
     return str(value)
+
+
+def where_it_died(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last phase, epoch and completed step the event stream shows."""
+    phase = epoch = step = None
+    for event in events:
+        if event.get("event") == "phase":
+            phase, step = event.get("phase"), None
+            epoch = event.get("epoch", epoch)
+        elif event.get("event") == "step":
+            epoch, step = event.get("epoch"), event.get("step")
+    # The worker wrote these: only what the columns can hold is kept.
+    return {
+        "last_phase": phase[:200] if isinstance(phase, str) else None,
+        "last_epoch": _small_int(epoch),
+        "last_step": _small_int(step),
+    }
+
+
+def _small_int(value: Any) -> int | None:
+    return value if type(value) is int and abs(value) < 1 << 62 else None
+
+
+def summarise(epochs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Timing over the timed epochs (all repeats, extra ones included: samples.run_summary); loss
+    and accuracy of the last configured epoch (an extra one is not evaluated)."""
+    row = samples.run_summary(epochs)
+    if not row:
+        return {}
+    configured = [e for e in epochs if not e.get("extra")] or epochs
+    last = configured[-1]
+    row.update(
+        steps_per_epoch=last.get("steps"),
+        final_train_loss=last.get("train_loss"),
+        final_val_accuracy=last.get("val_accuracy"),
+    )
+    return row
