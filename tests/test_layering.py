@@ -222,3 +222,33 @@ def test_a_forbidden_import_is_caught(tmp_path, module, line, says):
     path.write_text(text)
     found = [v for v in violations(root) if v.startswith(f"orchestrator/{module}:")]
     assert len(found) == 1 and says in found[0], found
+
+
+def profiler_violations(root: Path) -> list[str]:
+    """profiler/ is both the sidecar (its own processes) and a library the orchestrator imports
+    (docs/architecture.md, the top-level folders): in either role it stands below the orchestrator,
+    so it imports none of it, and no adapter (a framework would enter the sampler's process)."""
+    found = []
+    for path in sorted((root / "profiler").rglob("*.py")):
+        for line, name in _imports(path):
+            top = name.partition(".")[0]
+            where = path.relative_to(root)
+            if top == "orchestrator" or name.startswith("workers.adapters"):
+                found.append(f"{where}:{line}: imports {name}; profiler/ stands below the orchestrator")
+            elif name.startswith("."):
+                found.append(f"{where}:{line}: relative import {name}: name the package")
+    return found
+
+
+def test_profiler_imports_nothing_of_the_orchestrator():
+    assert profiler_violations(REPO) == []
+
+
+def test_a_profiler_import_of_the_orchestrator_is_caught(tmp_path):
+    shutil.copytree(REPO / "profiler", tmp_path / "profiler", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "profiler" / "timeline.py", "a") as f:
+        f.write("\nfrom orchestrator.storage.db import Database\n")
+    assert profiler_violations(tmp_path) == [
+        f"profiler/timeline.py:{len((tmp_path / 'profiler' / 'timeline.py').read_text().splitlines())}: "
+        "imports orchestrator.storage.db.Database; profiler/ stands below the orchestrator"
+    ]
