@@ -25,19 +25,19 @@ import bare_common  # noqa: E402
 
 
 def setup(args):
-    from workers.adapters.paddle import adapter as adapter_module
+    from workers.adapters.paddle import env as paddle_env
 
     env = bare_common.set_thread_variables(
         bare_common.THREAD_VARIABLES + ("FLAGS_paddle_num_threads",), args.threads
     )
     # The same two notices the adapter silences, so neither side pays for printing them.
-    for text in adapter_module._NOTICES:
+    for text in paddle_env.NOTICES:
         warnings.filterwarnings("ignore", message=text, category=UserWarning)
     import paddle
 
     paddle.set_device("cpu")
     threads = {
-        "intra_op": adapter_module._omp_max_threads(),
+        "intra_op": paddle_env.omp_max_threads(),
         "paddle_num_threads_flag": paddle.get_flags(["FLAGS_paddle_num_threads"])["FLAGS_paddle_num_threads"],
         "env": env,
     }

@@ -32,9 +32,10 @@ import bare_common  # noqa: E402
 def setup(args):
     bare_common.set_thread_variables(bare_common.THREAD_VARIABLES, args.threads)
     from workers.adapters.singa import adapter as adapter_module
+    from workers.adapters.singa import env as singa_env
 
     sg = adapter_module._import()  # import singa, with the binding's mends
-    threads = adapter_module._threads_report(args.threads)
+    threads = singa_env.threads_report(args.threads)
     return sg, {"version": sg["version"], "threads": threads}
 
 
