@@ -74,6 +74,15 @@ def bench(cwd: Path, *args: str, timeout: float = 1800) -> Recorded:
     return run(command, cwd, env={**os.environ, "BENCH_DEBUG": "1"}, timeout=timeout)
 
 
+def sweep(folder: Path, matrix: str) -> tuple[Path, Recorded]:
+    """`bench run` on `matrix` (YAML text) in `folder`, in a process of its own, its imports
+    recorded; it must exit 0. The folder and the record, for a module's sweep fixture."""
+    (folder / "m.yaml").write_text(matrix)
+    recorded = bench(folder, "run", "--matrix", "m.yaml")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    return folder, recorded
+
+
 def assert_no_framework(recorded: Recorded, *expected: str) -> None:
     """bench's process was recorded (an empty record would prove nothing), and so were processes
     importing each of `expected` (profiler.sampler: the samplers bench started); no process of

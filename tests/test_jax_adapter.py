@@ -357,11 +357,7 @@ def one_thread(jax_python, tmp_path_factory):
 @pytest.fixture(scope="module")
 def ran(jax_python, tmp_path_factory):
     """`bench run` on the matrix in a process of its own, its imports recorded (tests/import_record.py)."""
-    path = tmp_path_factory.mktemp("jax-sweep")
-    (path / "m.yaml").write_text(MATRIX)
-    run = import_record.bench(path, "run", "--matrix", "m.yaml")
-    assert run.returncode == 0, run.stdout + run.stderr
-    return path, run
+    return import_record.sweep(tmp_path_factory.mktemp("jax-sweep"), MATRIX)
 
 
 @pytest.fixture(scope="module")

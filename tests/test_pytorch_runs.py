@@ -49,11 +49,7 @@ REPORT: dict[str, str] = {}  # bench report's output on the sweep, filled by the
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory, pytorch_python):
     """`bench run` on the matrix in a process of its own, its imports recorded (tests/import_record.py)."""
-    path = tmp_path_factory.mktemp("pytorch")
-    (path / "m.yaml").write_text(MATRIX)
-    run = import_record.bench(path, "run", "--matrix", "m.yaml")
-    assert run.returncode == 0, run.stdout + run.stderr
-    return path, run
+    return import_record.sweep(tmp_path_factory.mktemp("pytorch"), MATRIX)
 
 
 @pytest.fixture(scope="module")

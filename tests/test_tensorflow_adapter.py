@@ -302,11 +302,7 @@ def driven(tensorflow_python, pytorch_python, tmp_path_factory):
 def ran(tensorflow_python, tmp_path_factory):
     """The real harness, once: every model, one thread each (applied before TensorFlow starts);
     `bench run` in a process of its own, its imports recorded (tests/import_record.py)."""
-    path = tmp_path_factory.mktemp("tensorflow-sweep")
-    (path / "m.yaml").write_text(MATRIX)
-    run = import_record.bench(path, "run", "--matrix", "m.yaml")
-    assert run.returncode == 0, run.stdout + run.stderr
-    return path, run
+    return import_record.sweep(tmp_path_factory.mktemp("tensorflow-sweep"), MATRIX)
 
 
 @pytest.fixture(scope="module")
