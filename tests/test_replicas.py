@@ -363,3 +363,26 @@ def test_a_version_8_database_gains_the_replica_columns_and_table_and_keeps_its_
     assert row == ("small_cnn", 12.5, None, None)  # nothing recorded is changed or made up
     assert conn.execute("SELECT count(*) FROM replicas").fetchone()[0] == 0
     conn.close()
+
+
+def _failed(code: int, wall: float, exited_at: float | None) -> replicas.Finished:
+    return replicas.Finished(returncode=code, wall_seconds=wall, exited_at=exited_at)
+
+
+def test_the_first_failure_is_ordered_by_when_it_exited_not_by_its_own_wall_time():
+    # Replica 0 started 3 s after replica 1 on another node: its own wall time is shorter, yet it
+    # exited 2 s later; the one that exited first failed first.
+    first = replicas.first_failure([_failed(1, 5.0, 1002.0), _failed(1, 7.0, 1000.0)])
+    assert first == 1
+
+
+def test_failures_that_ended_together_are_led_by_the_death_by_signal():
+    # The peer saw the collective close a few hundredths of a second before bench saw the
+    # segfaulted replica's exit on its own node: the signal is the cause, the error its echo.
+    together = [_failed(1, 4.0, 1000.00), _failed(-signal.SIGSEGV, 6.0, 1000.04)]
+    assert replicas.first_failure(together) == 1
+    # Seconds apart, the earlier error stands on its own.
+    apart = [_failed(1, 4.0, 1000.0), _failed(-signal.SIGSEGV, 6.0, 1000.0 + 2 * replicas.TOGETHER_SECONDS)]
+    assert replicas.first_failure(apart) == 0
+    # No exit times (an older record): their wall times order them.
+    assert replicas.first_failure([_failed(1, 4.0, None), _failed(1, 3.0, 1000.0)]) == 1

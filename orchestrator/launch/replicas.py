@@ -26,6 +26,10 @@ HOST = "127.0.0.1"
 PORT_TRIES = 3  # rendezvous ports tried before the run's failure stands
 # What a framework's rendezvous says when its port was taken between our choice and its bind.
 PORT_TAKEN = ("Address already in use", "EADDRINUSE", "address already in use")
+# Failures bench saw end within this many seconds of the first (one tick of its watch) ended
+# together as far as it can tell: among them a death by signal leads, since a replica that lost its
+# collective's peer raises an error; it is not killed by one.
+TOGETHER_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,7 @@ def combine(config: RunConfig, ended: list[tuple[Outcome, Finished]]) -> tuple[O
         return replace(ended[lead][0], reason=reason), lead
     failed = [k for k, (out, fin) in enumerate(ended) if out.outcome != "ok" and fin.ended_by is None]
     if failed:
-        lead = min(failed, key=lambda k: (ended[k][1].wall_seconds, ended[k][1].returncode >= 0))
+        lead = failed[first_failure([ended[k][1] for k in failed])]
         out = ended[lead][0]
         stopped = [k for k, (_, fin) in enumerate(ended) if fin.ended_by == lead]
         reason = f"replica {lead} of {count}: {out.reason or out.outcome}"
@@ -135,6 +139,23 @@ def combine(config: RunConfig, ended: list[tuple[Outcome, Finished]]) -> tuple[O
             reason += f" (bench then ended replica{'s' if len(stopped) > 1 else ''} {_names(stopped)})"
         return replace(out, reason=reason), lead
     return ended[0][0], 0
+
+
+def first_failure(failures: list[Finished]) -> int:
+    """Which of the replicas that failed on their own failed first (its index in ``failures``).
+
+    By the wall-clock time bench saw each exit (``exited_at``: replicas on other nodes started at
+    other times, so their own wall times do not order them), or their wall times where a time is
+    missing. Those that ended within TOGETHER_SECONDS of the first ended together: among them one
+    that died by a signal leads, then the earliest.
+    """
+    stamps = [f.exited_at for f in failures]
+    ends = [s for s in stamps if s is not None]
+    if len(ends) < len(failures):
+        ends = [f.wall_seconds for f in failures]
+    first = min(ends)
+    together = [k for k, end in enumerate(ends) if end - first <= TOGETHER_SECONDS]
+    return min(together, key=lambda k: (failures[k].returncode >= 0, ends[k]))
 
 
 def stopped_row(rank: int, run_dir: Path, culprit: int, wall: float, node: str | None) -> dict[str, Any]:
