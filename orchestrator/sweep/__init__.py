@@ -11,6 +11,8 @@
     liveruns.py   sweeps and runs in flight as locked files, so what a killed bench left is found,
                   ended and recorded by the next one
     progress.py   the live line (step n of N, from the events) and plain lines elsewhere
+    order.py      the order of a configuration's several runs (runs: N): interleaved blocks, each
+                  shuffled by the sweep's recorded seed
     eta.py        how long the rest will take, from earlier runs in the database
     folders.py    where run folders go: the root (beside the database, or --runs-dir), a sweep's, a run's
 
