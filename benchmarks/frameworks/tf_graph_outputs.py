@@ -46,7 +46,7 @@ def variants(tf, adapter, args):
     """The four steps, each traced once here (untimed)."""
     from benchmarks.inside import bare_tensorflow_loop
 
-    model, optimizer, loss_sum = adapter.model, adapter.optimizer, adapter._loss_sum
+    model, optimizer, loss_sum = adapter.model, adapter.optimizer, adapter.loss_sum()
     variables = model.trainable_variables
     xent = tf.nn.sparse_softmax_cross_entropy_with_logits
     size = args.image_size
@@ -69,7 +69,7 @@ def variants(tf, adapter, args):
         return step
 
     return {
-        "adapter": adapter._train_fn,
+        "adapter": adapter.train_function(),
         "no_output": adapter_like(None),
         "other_output": adapter_like("input"),
         "bare": bare_tensorflow_loop.make_step(tf, model, optimizer),
@@ -91,7 +91,7 @@ def inside(argv: list[str]) -> int:
     from workers import runner
 
     steps = adapter.prepare_epoch(runner.epoch_order(args.seed, 1, train_size))
-    batches = adapter._batches[:steps]
+    batches = adapter.epoch_batches()[:steps]
     steps_by_name = variants(adapter.tf, adapter, args)
     names = list(steps_by_name)
     for name in names:

@@ -115,7 +115,8 @@ def on_adapter(jax, adapter, args, batches):
 
     def step(x, y):
         # The adapter's own state: its synchronize() waits for this step too.
-        adapter._state, loss = jitted(adapter._state, x, y)
+        state, loss = jitted(adapter.state(), x, y)
+        adapter.replace_state(state)
         return loss
 
     return step, device_batches(jax, batches)
@@ -154,9 +155,9 @@ def infer_on_adapter(jax, adapter, args, batches):
     def step(x):
         # The adapter's own weights and statistics, read as its infer_step reads them; the output
         # joins the adapter's, which its synchronize() waits for (and replaces the list of).
-        state = adapter._state
+        state = adapter.state()
         out = infer({"params": state["params"], "batch_stats": state["batch_stats"]}, x)
-        adapter._outputs.append(out)
+        adapter.keep_output(out)
         return out
 
     return step, [(x,) for x, _ in device_batches(jax, batches)]

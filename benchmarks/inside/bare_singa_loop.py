@@ -32,7 +32,7 @@ def setup(args):
     from workers.adapters.singa import adapter as adapter_module
     from workers.adapters.singa import env as singa_env
 
-    sg = adapter_module._import()  # import singa, with the binding's mends
+    sg = adapter_module.import_singa()  # import singa, with the binding's mends
     threads = singa_env.threads_report(args.threads)
     return sg, {"version": sg["version"], "threads": threads}
 
@@ -114,7 +114,7 @@ def make_solo(sg, args, batches):
 
 
 def on_adapter(sg, adapter, args, batches):
-    return make_step(adapter.net, adapter._tx, adapter._ty), device_tensors(sg, adapter.dev, batches)
+    return make_step(adapter.net, *adapter.graph_inputs()), device_tensors(sg, adapter.dev, batches)
 
 
 def infer_solo(sg, args, batches):
@@ -137,7 +137,7 @@ def infer_solo(sg, args, batches):
 
 def infer_on_adapter(sg, adapter, args, batches):
     images = [(x,) for x, _ in device_tensors(sg, adapter.dev, batches)]
-    return make_infer_step(adapter.net, adapter._tx), images
+    return make_infer_step(adapter.net, adapter.graph_inputs()[0]), images
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ def sides(framework, fw, zoo_model, zoo_step, args):
     model, count, shipped = zoo_model(fw, args)
     step = zoo_step(fw, model, args)
     steps = bare_common.epoch_steps(adapter, train_size, args, args.steps)
-    batches = adapter._batches  # the adapter's own tensors, in its own layout: the same input
+    batches = adapter.epoch_batches()  # the adapter's own tensors, in its own layout: the same input
     train_step = adapter.train_step
 
     def bench(i):
