@@ -257,8 +257,8 @@ def run_script(config: RunConfig, python: Path, script: str, *extra: str) -> lis
     """Run a module of benchmarks/inside/ with the framework's interpreter and the configuration's
     arguments, in the harness's worker environment; the JSON lines it printed."""
     env, _ = worker_env(config)  # the same thread variables and PYTHONPATH as the harness's worker
-    # The root first, as the scripts' own sys.path edit once put it: `-m` finds the module there
-    # from any folder, and `workers` resolves to the checkout's.
+    # The repository root first: `-m` finds benchmarks.inside there from any folder, and the
+    # bare loop's `workers` is the checkout's, the code the harness's worker tree copies.
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env["PYTHONPATH"]])
     cmd = [
         str(python),
