@@ -28,8 +28,22 @@ def run_driver(
     python: Path, script: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """Run a script with the framework's interpreter, the repository importable; it must exit 0."""
+    return run_in_repo([str(python), str(script), *args], env, timeout)
+
+
+def run_module(
+    python: Path, module: str, *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m module`` (a benchmark: benchmarks.inside.bare_pytorch_loop, ...) with the
+    framework's interpreter, as the benchmarks launch it; it must exit 0."""
+    return run_in_repo([str(python), "-m", module, *args], None, timeout)
+
+
+def run_in_repo(
+    cmd: list[str], env: Mapping[str, str] | None, timeout: float
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [str(python), str(script), *args],
+        cmd,
         cwd=REPO,
         env={**(os.environ if env is None else env), "PYTHONPATH": str(REPO)},
         capture_output=True,

@@ -52,7 +52,7 @@ DRIVER = textwrap.dedent(
     def check_gradients(name, mode):
         # every parameter's gradient along a random direction against a central difference of
         # the loss (float32: steps of 1e-2 in the largest coordinate)
-        sg = adapter_module._import()
+        sg = adapter_module.import_singa()
         ag, sizes = sg["autograd"], attention_checks.SIZES[name]
         a, _ = small(model=name, classes=5, mode=mode, **sizes)
         arch = models.build_arch(name, 5, sizes.get("image_size", 32),

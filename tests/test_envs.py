@@ -82,13 +82,13 @@ FRAMEWORK_PACKAGES = {
 @pytest.mark.parametrize("framework", sorted(FRAMEWORK_PACKAGES))
 def test_gpu_requirements_resolve_to_gpu_builds(framework):
     """What pip resolved each envs/<framework>-cuda.txt to, recorded from the registries by
-    benchmarks/resolve_cuda_envs.py (the suite itself reaches no registry): the record is of the
+    benchmarks/tools/resolve_cuda_envs.py (the suite itself reaches no registry): the record is of the
     file as it is now, and it is the framework's CUDA build with one CUDA major version of CUPTI."""
     record = json.loads(CUDA_RESOLUTIONS.read_text())[framework]
     reqs = envs.requirements_file(framework, "cuda")
     assert record["requirements_sha256"] == hashlib.sha256(reqs.read_bytes()).hexdigest(), (
         f"{reqs.name} changed since its resolution was recorded: "
-        f"run .venv/bin/python benchmarks/resolve_cuda_envs.py --framework {framework}"
+        f"run .venv/bin/python -m benchmarks.tools.resolve_cuda_envs --framework {framework}"
     )
     versions = record["versions"]
     package = FRAMEWORK_PACKAGES[framework]

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check.py on a machine without a GPU: it stops cleanly with "no CUDA device"
+"""benchmarks/gpu/check.py on a machine without a GPU: it stops cleanly with "no CUDA device"
 (a real process, the real PyTorch environment); its matrices are valid for bench's own loader; and
 its checks, read from a database of real fault-worker runs, judge what is there (no GPU figures are
 made up: without a GPU the checks that need one fail or say they were not run)."""
@@ -11,20 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.gpu import modes, phases, report
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-import gpu_check_modes as modes  # noqa: E402
-import gpu_check_phases as phases  # noqa: E402
-import gpu_check_report as report  # noqa: E402
-
-SCRIPT = REPO / "benchmarks" / "gpu_check.py"
+# Run as the GPU session runs it (docs/gpu.md), from the repository root.
+CHECK = ("-m", "benchmarks.gpu.check")
 GIB = 1 << 30
 
 
 def gpu_check(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=600
+        [sys.executable, *CHECK, *args], cwd=REPO, capture_output=True, text=True, timeout=600
     )
 
 
@@ -57,7 +55,7 @@ def test_missing_dependencies_without_their_wheels_are_one_line(pytorch_python, 
     """The PyTorch environment lacks bench's own packages (click, SQLAlchemy, ...): real pip, no index."""
     wheels, work = tmp_path / "wheels", tmp_path / "work"
     wheels.mkdir()
-    cmd = [str(pytorch_python), str(SCRIPT), "--out", str(tmp_path / "r.md"), "--work", str(work)]
+    cmd = [str(pytorch_python), *CHECK, "--out", str(tmp_path / "r.md"), "--work", str(work)]
     done = subprocess.run(
         [*cmd, "--wheels", str(wheels)], cwd=REPO, capture_output=True, text=True, timeout=600
     )
@@ -69,7 +67,7 @@ def test_missing_dependencies_without_their_wheels_are_one_line(pytorch_python, 
         [*cmd, "--wheels", str(tmp_path / "none")], cwd=REPO, capture_output=True, text=True
     )
     assert done.returncode == 2
-    assert done.stdout.endswith(f"and no wheel folder {tmp_path / 'none'} (benchmarks/gpu_wheels.sh)\n")
+    assert done.stdout.endswith(f"and no wheel folder {tmp_path / 'none'} (benchmarks/gpu/wheels.sh)\n")
 
 
 def test_its_matrices_are_what_the_issue_asks_and_bench_accepts_them(tmp_path):

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check_plan.py: which phases of the GPU check one call of the device tool runs
+"""benchmarks/gpu/plan.py: which phases of the GPU check one call of the device tool runs
 (issue 39). The plan is a pure function of the phases' seconds, the phases done and the budget;
 its seconds come from docs/gpu.md's runs, or from the check's own database (bench's schema)."""
 
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.gpu import phases
+from benchmarks.gpu import plan as planning
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-import gpu_check_phases as phases  # noqa: E402
-import gpu_check_plan as planning  # noqa: E402
-
-SCRIPT = REPO / "benchmarks" / "gpu_check.py"
+# Run as the GPU session runs it (docs/gpu.md), from the repository root.
+CHECK = ("-m", "benchmarks.gpu.check")
 ORDER = planning.order_of_value()
 # docs/gpu.md's phase times, the allowance for JAX's traced rows on top of transformers' 363 s
 TABLE = {p: s.seconds for p, s in planning.estimates({}).items()}
@@ -146,7 +146,7 @@ def test_seconds_recorded_in_its_own_database_come_first(tmp_path):
     assert seconds["matrix"] == planning.Seconds(300.0, "this database, its latest run")
     assert seconds["transformers"] == planning.Seconds(540.0, "this database: a run cut off after as long")
     assert seconds["oom"] == planning.RECORDED["oom"] and seconds["modes"] == planning.RECORDED["modes"]
-    # the overhead phase is done only where benchmarks/overhead.py left its figures
+    # the overhead phase is done only where benchmarks/harness/overhead.py left its figures
     (tmp_path / "overhead.json").unlink()
     assert "overhead" not in planning.recorded(db, tmp_path)
 
@@ -163,7 +163,7 @@ def test_a_database_it_cannot_read_is_said(tmp_path):
 
 def gpu_check(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=120
+        [sys.executable, *CHECK, *args], cwd=REPO, capture_output=True, text=True, timeout=120
     )
 
 
@@ -208,7 +208,7 @@ def test_a_budget_that_fits_nothing_stops_before_anything_runs(tmp_path):
 
 
 def test_a_planned_call_has_a_deadline_and_one_with_phases_none(tmp_path):
-    import gpu_check
+    from benchmarks.gpu import check as gpu_check
 
     args = gpu_check.parse_args(["--plan", "--work", str(tmp_path)])
     chosen = gpu_check.make_plan(args, 1000.0)
@@ -257,5 +257,5 @@ def test_the_report_says_this_call_s_plan_and_what_is_left_for_the_next_slot(tmp
         "\n## Left for the next slot\n\nIn order of value: transformers (482 s), modes (491 s), "
         "matrix (327 s), overhead (155 s), oom (46 s), attention (100 s), kernels (66 s).\n"
         "A call with the default budget (560 s) on this database would run transformers "
-        "(`benchmarks/gpu_check.py --plan`).\n"
+        "(`python3 -m benchmarks.gpu.check --plan`).\n"
     )

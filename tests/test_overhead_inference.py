@@ -1,4 +1,4 @@
-"""The overhead benchmark's inference mode (benchmarks/overhead.py --task inference [--features]).
+"""The overhead benchmark's inference mode (benchmarks/harness/overhead.py --task inference [--features]).
 
 The fast tests check what the orchestrator's side builds and prints, with no framework. The slow
 ones run the bare inference loops in real framework environments at a tiny size: they run, their
@@ -17,13 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.drivers import framework_python, run_driver
+from benchmarks.harness import overhead, overhead_paired
+from tests.drivers import framework_python, run_driver, run_module
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-import overhead  # noqa: E402
-import overhead_paired  # noqa: E402
 
 TINY = ["--model", "resnet50", "--image-size", "32", "--batch-size", "2", "--threads", "1"]
 BARE_TINY = [*TINY, "--steps", "3", "--warmup", "1", "--task", "inference", "--features"]
@@ -90,13 +88,13 @@ def test_paired_report_names_the_step_it_measured(capsys):
 @pytest.mark.framework
 @pytest.mark.parametrize("framework", CHECKED)
 def test_bare_inference_loop_runs_alone_and_paired(framework):
-    python, script = framework_python(framework), REPO / "benchmarks" / f"bare_{framework}_loop.py"
-    solo = json.loads(run_driver(python, script, *BARE_TINY, timeout=600).stdout.splitlines()[-1])
+    python, module = framework_python(framework), f"benchmarks.inside.bare_{framework}_loop"
+    solo = json.loads(run_module(python, module, *BARE_TINY, timeout=600).stdout.splitlines()[-1])
     assert solo["task"] == "inference" and solo["steps"] == 3
     assert 0 < solo["step_seconds"] and solo["seconds"] == pytest.approx(3 * solo["step_seconds"])
     # The pooled features of ReLU outputs: finite and non-negative, and not all zero.
     assert math.isfinite(solo["last_output_mean"]) and solo["last_output_mean"] > 0
-    paired = run_driver(python, script, *BARE_TINY, "--paired", "1", "--chunk", "1", timeout=600)
+    paired = run_module(python, module, *BARE_TINY, "--paired", "1", "--chunk", "1", timeout=600)
     out = json.loads(paired.stdout.splitlines()[-1])
     assert out["step"] == "infer_step" and out["steps"] == 3 and out["chunk"] == 1
     for side in overhead_paired.SIDES:  # every step by every side, one chunk each
@@ -109,12 +107,11 @@ def test_bare_inference_loop_runs_alone_and_paired(framework):
 SAME_OUTPUT = """
 import importlib, json, sys
 import numpy as np
-sys.path.insert(0, "benchmarks")
-import bare_common
+from benchmarks.inside import bare_common
 from workers import data, runner
 
 framework = sys.argv[1]
-module = importlib.import_module("bare_{}_loop".format(framework))
+module = importlib.import_module("benchmarks.inside.bare_{}_loop".format(framework))
 args = bare_common.parse_args("same output", sys.argv[2:])
 fw, _ = module.setup(args)
 adapter, train_size = bare_common.make_adapter(framework, args)
@@ -156,7 +153,7 @@ def test_overhead_benchmark_measures_the_inference_step(tmp_path):
     framework_python("pytorch")
     saved = tmp_path / "overhead.json"
     done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "overhead.py"), *TINY, "--steps", "3", "--warmup", "1"]
+        [sys.executable, "-m", "benchmarks.harness.overhead", *TINY, "--steps", "3", "--warmup", "1"]
         + ["--rounds", "1", "--paired-passes", "1", "--idle-wait", "0", "--task", "inference", "--features"]
         + ["--save", str(saved)],
         cwd=REPO,

@@ -1,4 +1,4 @@
-"""benchmarks/bare_common.alternate: the in-process alternation zoo_parity.py and overhead.py use.
+"""benchmarks/inside/bare_common.alternate: the in-process alternation zoo_parity.py and overhead.py use.
 
 Pure Python: the sides are recording functions, since what is checked is the schedule (every
 step by every side, in chunks, in balanced orders, each chunk closed by the synchronisation),
@@ -7,13 +7,9 @@ not any framework.
 
 from __future__ import annotations
 
-import sys
 from argparse import Namespace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-import bare_common  # noqa: E402
+from benchmarks.inside import bare_common
 
 
 def schedule(sides: int, steps: int, chunk: int, passes: int, warmup: int = 0):

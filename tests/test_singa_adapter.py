@@ -61,7 +61,7 @@ DRIVER = textwrap.dedent(
     def check_ops():
         # the binding workarounds against numpy: host copies, the loss, adaptive pooling
         a, _ = adapter(batch_size=2)
-        sg, io = adapter_module._import(), adapter_module.HostIO
+        sg, io = adapter_module.import_singa(), adapter_module.HostIO
         x = np.random.RandomState(0).randn(2, 3, 5, 5).astype(np.float32)
         t = sg["tensor"].Tensor(x.shape, a.dev)
         io.put(t, x)

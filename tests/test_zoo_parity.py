@@ -1,8 +1,8 @@
-"""Zoo parity (benchmarks/zoo_parity.py): bench's ports against the frameworks' own model zoos.
+"""Zoo parity (benchmarks/frameworks/zoo_parity.py): bench's ports against the frameworks' own model zoos.
 
 The parameter counts are counted by the real frameworks, in their own environments: bench's port
 as its adapter builds it, and the zoo model as the framework ships it, at 224 px and 1000 classes,
-must agree or differ by exactly the difference benchmarks/zoo_models.py documents. A smoke test
+must agree or differ by exactly the difference benchmarks/frameworks/zoo_models.py documents. A smoke test
 runs the whole benchmark at a tiny size (its ratio is printed, never judged: timings on a shared
 machine are not results).
 """
@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.drivers import framework_python, run_driver
+from benchmarks.frameworks import zoo_models
+from tests.drivers import framework_python, run_module
 from workers import models
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-import zoo_models  # noqa: E402
 
 ZOO_FRAMEWORKS = ("tensorflow", "mxnet", "paddle", "pytorch")  # PyTorch's: Hugging Face's attention models
 # Reference counts (FACTS.md, torchvision's): ResNet50 v1.5 without conv biases, and Keras's with them.
@@ -33,7 +32,7 @@ KERAS_RESNET50 = 25_583_592
 
 def parity(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "zoo_parity.py"), *args],
+        [sys.executable, "-m", "benchmarks.frameworks.zoo_parity", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -87,7 +86,7 @@ def test_port_and_zoo_parameter_counts_agree_or_differ_as_documented(framework):
     pairs = zoo_models.pairs_of(framework)
     args = ["--count-only", "--model", ",".join(pairs), "--image-size", "224", "--classes", "1000"]
     args += ["--batch-size", "1", "--steps", "1", "--threads", "1"]
-    done = run_driver(python, REPO / "benchmarks" / f"zoo_{framework}.py", *args, timeout=900)
+    done = run_module(python, f"benchmarks.inside.zoo_{framework}", *args, timeout=900)
     lines = {line["model"]: line for line in map(json.loads, done.stdout.splitlines()) if line}
     assert sorted(lines) == sorted(pairs)
     for model, line in lines.items():
@@ -133,7 +132,7 @@ def test_paddle_port_runs_the_zoo_models_operators(model):
     python = framework_python("paddle")
     args = ["--ops", "--model", model, "--image-size", "32", "--classes", "10", "--batch-size", "2"]
     args += ["--steps", "2", "--warmup", "1", "--threads", "1"]
-    done = run_driver(python, REPO / "benchmarks" / "zoo_paddle.py", *args, timeout=600)
+    done = run_module(python, "benchmarks.inside.zoo_paddle", *args, timeout=600)
     out = json.loads(done.stdout.splitlines()[-1])
     bench, zoo = out["bench_ops"], out["zoo_ops"]
     assert bench.pop("add_") == 1 and "add_" not in zoo

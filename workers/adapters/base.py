@@ -131,6 +131,7 @@ class Adapter(object):
         # prepare_epoch()): the runner adds them to the warm-up's compile_seconds, which would
         # otherwise see only what the first steps cost beyond a steady one.
         self.ahead_of_time_seconds = 0.0
+        self._batches = []  # prepare_epoch()'s batches, where the adapter keeps them as a list
 
     # -- execution mode and precision (workers/execution.py; docs/fairness.md) ---------------
 
@@ -223,6 +224,13 @@ class Adapter(object):
             raise ValueError("batch_size {} is larger than the training set ({} images)".format(
                 size, len(order)))
         return steps
+
+    def epoch_batches(self):
+        """The batches prepare_epoch() arranged, (x, y) in the framework's own tensors and
+        layout: what train_step(index) reads. A benchmark's own step on the adapter's model takes
+        them to see the very same input (benchmarks/inside/zoo_common.py). Empty for an adapter
+        that keeps its epoch otherwise (Singa: host arrays copied into its graph's inputs)."""
+        return self._batches
 
     def train_step(self, index):
         """One optimizer step on batch ``index``; must not synchronise the device."""

@@ -279,6 +279,21 @@ class Adapter(base.Adapter):
         self._output = self._infer_fn(state["params"], state["batch_stats"], x)
         self._outputs.append(self._output)
 
+    # A benchmark's own step on the adapter's model and state (benchmarks/inside/bare_jax_loop.py).
+
+    def state(self):
+        """The training state on the device: {"params", "batch_stats", "opt", "step", "loss_sum"}."""
+        return self._state
+
+    def replace_state(self, state):
+        """Make ``state`` the training state (JAX's arrays are immutable: a step returns a new
+        one); synchronize() then waits for it."""
+        self._state = state
+
+    def keep_output(self, output):
+        """Keep an output until synchronize(), which waits for it as for infer_step's own."""
+        self._outputs.append(output)
+
     def synchronize(self):
         if self._state is not None:
             self.jax.block_until_ready(self._state)

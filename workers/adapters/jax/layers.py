@@ -202,7 +202,7 @@ def depthwise(x, kernel, stride, pad):
     k * k strided slices of the padded input, each times its kernel tap, summed: the function of
     lax.conv_general_dilated with feature_group_count = C. XLA's CPU backend fuses this into
     elementwise loops, forward and backward; the grouped convolution falls to a much slower path
-    there (docs/fairness.md, "JAX's MobileNetV2"; benchmarks/jax_depthwise.py)."""
+    there (docs/fairness.md, "JAX's MobileNetV2"; benchmarks/frameworks/jax_depthwise.py)."""
     k = kernel.shape[0]
     n, h, w, c = x.shape
     ho = (h + 2 * pad - k) // stride + 1

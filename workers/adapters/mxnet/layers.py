@@ -144,7 +144,7 @@ def block_classes(mx):
             out = self.body(x)
             out = out + (x if self.shortcut is None else self.shortcut(x))
             # Activation, not F.relu (the same function): as Gluon's own ResNets do, and a little
-            # faster in MXNet 1.9's MKLDNN build (benchmarks/mxnet_relu_activation.py).
+            # faster in MXNet 1.9's MKLDNN build (benchmarks/frameworks/mxnet_relu_activation.py).
             return F.Activation(out, act_type="relu") if self.post else out
 
     class AdaptiveAvgPool(nn.HybridBlock):

@@ -36,7 +36,7 @@ from workers.adapters import base
 from workers.adapters.singa import env, layers, modes
 from workers.adapters.singa.binding import HostIO
 
-_SINGA = {}  # the imported modules and the classes made from them, filled by _import()
+_SINGA = {}  # the imported modules and the classes made from them, filled by import_singa()
 
 
 class Adapter(base.Adapter):
@@ -96,7 +96,7 @@ class Adapter(base.Adapter):
                 "pre-autograd singa.optimizer (one apply_with_lr call per named parameter), whose "
                 "Adam counts steps in Python, which a buffered graph never re-runs".format(
                     self.config["optimizer"]))
-        sg = _import()
+        sg = import_singa()
         self.refuse_gpu_memory_budget("Singa has no per-process cap on device memory")
         cuda_build = bool(getattr(sg["wrap"], "USE_CUDA", False))
         if self.config["device"] == "cuda" and cuda_build:
@@ -134,7 +134,7 @@ class Adapter(base.Adapter):
     def build(self, arch):
         import numpy as np
 
-        sg = _import()
+        sg = import_singa()
         if arch.get("tokens") and not arch.get("language"):
             raise base.Unsupported(_recurrent_reason(sg, self.config["device"]))
         self._release()
@@ -231,11 +231,16 @@ class Adapter(base.Adapter):
         self._steps += 1
         self.graph_runs += 1
 
+    def graph_inputs(self):
+        """The graph's input tensors (images, labels), refilled by each step: another step on the
+        adapter's model feeds the compiled graph through them (benchmarks/inside/bare_singa_loop.py)."""
+        return self._tx, self._ty
+
     def infer_step(self, index):
         HostIO.put(self._tx, self._x_epoch[index])
         if self.mode() == "graph":  # the eval-mode forward, buffered once and replayed
             if self._forward is None:
-                self._forward = _import()["Forward"](self.net)
+                self._forward = import_singa()["Forward"](self.net)
             self._output = self._forward(self._tx)
             self.graph_runs += 1
             return
@@ -314,7 +319,7 @@ class Adapter(base.Adapter):
 # -- setup helpers -------------------------------------------------------------------------
 
 
-def _import():
+def import_singa():
     """Import singa once, apply the binding fixes and make the classes that subclass its own."""
     if _SINGA:
         return _SINGA

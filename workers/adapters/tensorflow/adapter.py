@@ -308,6 +308,15 @@ class Adapter(base.Adapter):
     def infer_step(self, index):
         self._output = self._infer_fn(self._batches[index][0])
 
+    def train_function(self):
+        """The traced training step that train_step calls, a tf.function of (x, y) that adds the
+        batch's loss to loss_sum() (benchmarks/frameworks/tf_graph_outputs.py times it)."""
+        return self._train_fn
+
+    def loss_sum(self):
+        """The variable the training step adds each batch's loss to (read by read_loss_sum())."""
+        return self._loss_sum
+
     def synchronize(self):
         # On CPU a tf.function call returns when its graph has run (synchronous execution is
         # TensorFlow's default); on a GPU kernels may still be queued.

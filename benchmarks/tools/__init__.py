@@ -1,0 +1,3 @@
+"""Maintenance scripts that write into the tree: resolve_cuda_envs (what pip resolves each CUDA
+requirements file, envs/<framework>-cuda.txt, to, recorded in tests/data/cuda_resolutions.json).
+"""
