@@ -9,7 +9,7 @@ import random
 import pytest
 
 from orchestrator.errors import StatsError
-from orchestrator.stats import bootstrap, comparison, corrections, mannwhitney, planning, ranking
+from orchestrator.stats import bootstrap, comparison, corrections, exactpower, mannwhitney, planning, ranking
 
 
 def runs_around(centre: float, spread: float = 0.02, n: int = 7, epochs: int = 5) -> list[list[float]]:
@@ -230,7 +230,18 @@ def test_the_planned_runs_detect_the_difference_they_were_planned_for():
         assert planning.detectable(spread, n, n) <= 0.05
         fewer = planning.detectable(spread, n - 1, n - 1)
         assert n == planning.fewest_runs() or (fewer is not None and fewer > 0.05)
-    assert planning.runs_needed(0.02) == 4 and planning.detectable(0.02, 3, 3) is None
+    assert planning.detectable(0.02, 3, 3) is None
+
+
+def test_over_few_runs_the_plan_follows_the_exact_tests_power_not_the_formula():
+    # 4 against 4 rejects only at U = 0 or U = 16 (p = 2/70 each side's extreme).
+    assert [u for u, r in enumerate(mannwhitney.rejections(4, 4, 0.05)) if r] == [0, 16]
+    assert exactpower.exact_power(4, 4, 0.0, 0.05) == pytest.approx(2 / 70, abs=0.01)  # its size
+    assert exactpower.exact_power(4, 4, 50.0, 0.05) == 1.0
+    # At CV 2 % the formula says 4 runs for 5 %, where the exact test's power is below 80 %: 5.
+    shift = math.log(1.05) / math.sqrt(math.log1p(0.02**2))
+    assert exactpower.exact_power(4, 4, shift, 0.05) < 0.8 <= exactpower.exact_power(5, 5, shift, 0.05)
+    assert planning.runs_needed(0.02) == 5
 
 
 def test_the_between_run_spread_is_pooled_within_cells():

@@ -14,6 +14,7 @@ database) and refused in one line (errors.StatsError). Methods and why: docs/rep
     comparison.py   B against A: ratio, p-value, verdict, the smallest detectable difference
     corrections.py  Holm and Benjamini-Hochberg, for a table of comparisons
     planning.py     runs needed for a difference at a between-run spread, and the reverse
+    exactpower.py   the exact test's power over few runs (simulated), which planning.py uses there
 
 May import: numpy and the standard library; of bench, errors.py only (report, sweep and cli import it).
 """

@@ -87,3 +87,18 @@ def mann_whitney(a: Sequence[float], b: Sequence[float]) -> Test:
     if not tied and len(a) <= EXACT_UP_TO and len(b) <= EXACT_UP_TO:
         return Test(u, _exact(u, len(a), len(b)), "Mann-Whitney U, exact")
     return Test(u, _normal(u, a, b), "Mann-Whitney U, normal approximation with tie correction")
+
+
+def rejections(m: int, n: int, alpha: float) -> tuple[bool, ...]:
+    """For each U = 0 … m·n, whether the exact two-sided test rejects "no difference" at `alpha`
+    (the test's critical region, for computing its power)."""
+    counts = _counts(m, n)
+    total = math.comb(m + n, m)
+    below = 0
+    above = total
+    found = []
+    for ways in counts:
+        below += ways  # P(U ≤ u) · total
+        found.append(2 * min(below, above) / total <= alpha)
+        above -= ways  # P(U ≥ u + 1) · total, for the next u
+    return tuple(found)

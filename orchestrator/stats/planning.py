@@ -13,7 +13,9 @@ cells is then a difference of means on that scale, and the two-sample normal cal
 asymptotic efficiency against the t-test is 3/π on normal data. A difference is reported as a
 relative one, e^δ − 1 (5 % = 1.05× the time). The planner never says fewer runs than the exact test
 needs to reach α at all (mannwhitney.smallest_p: 4 a side at 5 %), and the detectable difference of
-runs below that floor is None: no difference, however large, could be called.
+runs below that floor is None: no difference, however large, could be called. Up to exactpower.SMALL (20)
+runs a side, where the exact test's steps make the formula optimistic, both read the test's power
+from exactpower.py's simulation of the same model instead of the formula.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Sequence
 from statistics import NormalDist
 
 from orchestrator.errors import StatsError
-from orchestrator.stats import mannwhitney, sample
+from orchestrator.stats import exactpower, mannwhitney, sample
 
 ALPHA = 0.05
 POWER = 0.8
@@ -65,6 +67,13 @@ def runs_needed(cv: float, difference: float = DIFFERENCE, alpha: float = ALPHA,
     sigma = math.sqrt(math.log1p(_positive(cv, "coefficient of variation", zero_ok=True) ** 2))
     delta = math.log1p(_positive(difference, "difference to detect"))
     needed = math.ceil(2 * z**2 * sigma**2 / delta**2 / EFFICIENCY)
+    if needed <= exactpower.SMALL:
+        if sigma == 0:
+            return fewest_runs(alpha)
+        for n in range(fewest_runs(alpha), exactpower.SMALL + 1):
+            if exactpower.smallest_shift(n, n, alpha, power) <= delta / sigma:
+                return n
+        return exactpower.SMALL + 1
     if needed > MOST_RUNS:
         raise StatsError(
             f"telling {difference:.1%} apart at a {cv:.1%} spread between runs takes more than "
@@ -81,6 +90,8 @@ def detectable(
     z = _z(alpha, power)
     if log_spread is None or mannwhitney.smallest_p(m, n) > alpha:
         return None
+    if max(m, n) <= exactpower.SMALL:
+        return math.expm1(exactpower.smallest_shift(m, n, alpha, power) * log_spread)
     return math.expm1(z * log_spread * math.sqrt(1 / m + 1 / n) / math.sqrt(EFFICIENCY))
 
 
