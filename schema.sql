@@ -1,7 +1,7 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 11;
+PRAGMA user_version = 12;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -240,7 +240,8 @@ CREATE TABLE environments (
     thread_env          TEXT,                            -- JSON: OMP_NUM_THREADS and friends as set
     threads_applied     TEXT,                            -- JSON: what the adapter applied and saw
     bench_commit        TEXT,
-    extra               TEXT                             -- JSON: anything else the worker reported
+    extra               TEXT,                            -- JSON: anything else the worker reported
+    cpu_flags           TEXT                             -- JSON list: the CPU's kernel-choosing features (version 12); NULL unknown
 );
 
 -- The sidecar profiler's samples, as taken (elapsed seconds since the worker started).

@@ -8,7 +8,8 @@ It never imports a deep learning framework: a run is another interpreter's proce
                       its outcome) → sweep records it through storage (SQLite or PostgreSQL)
     bench report  cli → report (selection → table or figure → text, CSV, JSON, HTML) → storage
 
-provision (framework environments, datasets, the machine) serves launch and the CLI; text
+provision (framework environments, datasets, the machine) serves launch and the CLI; stats
+(figures, intervals, ties and verdicts over independent runs) serves report, sweep and the CLI; text
 (terminal-safe output, rendered rows), errors and shipped (where schema.sql and the pinned
 requirements are) sit below everything. LAYERS says which
 package may import which; tests/test_layering.py keeps it so (docs/architecture.md).
@@ -19,12 +20,13 @@ __version__ = "0.1.0"
 # Which packages each package may import (errors.py and shipped.py, below all, may be imported by any).
 LAYERS: dict[str, tuple[str, ...]] = {
     "text": (),
+    "stats": (),
     "config": ("text",),
     "storage": ("text", "config"),
     "provision": ("text", "config"),
     "launch": ("text", "config", "provision"),
     "executors": ("text", "config", "provision", "launch"),
-    "sweep": ("text", "config", "storage", "provision", "launch", "executors"),
-    "report": ("text", "config", "storage"),
-    "cli": ("text", "config", "storage", "provision", "launch", "executors", "sweep", "report"),
+    "sweep": ("text", "stats", "config", "storage", "provision", "launch", "executors"),
+    "report": ("text", "stats", "config", "storage"),
+    "cli": ("text", "stats", "config", "storage", "provision", "launch", "executors", "sweep", "report"),
 }

@@ -25,3 +25,7 @@ class RunNotFound(BenchError):
 
 class DatasetError(BenchError):
     """A data folder or file is missing, malformed, hostile or larger than bench's limits; names the file."""
+
+
+class StatsError(BenchError):
+    """Figures unfit for statistics: none, not a number, infinite, or not positive; says which."""

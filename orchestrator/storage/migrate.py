@@ -41,6 +41,7 @@ TABLES_BY_VERSION = {
     9: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas"},
     10: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas"},
     11: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
+    12: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
 }
 
 

@@ -187,7 +187,16 @@ def _environment_row(run_id: int, rec: RunRecord) -> dict[str, Any]:
         "threads_applied": json.dumps(info.get("threads"), sort_keys=True),
         "bench_commit": hostinfo.git_commit(),
         "extra": json.dumps(_extra(info, result, known), sort_keys=True),
+        "cpu_flags": _cpu_flags(host.get("cpu_flags")),
     }
+
+
+def _cpu_flags(listed: Any) -> str | None:
+    """The machine's kernel-choosing CPU features as a JSON list; NULL where unknown. A Ray node's
+    list crossed a process boundary: kept only as a list of short strings, each one bench knows."""
+    if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
+        return None
+    return json.dumps(hostinfo.kernel_flags(listed))
 
 
 def _extra(info: dict[str, Any], result: dict[str, Any], known: set[str]) -> dict[str, Any]:
