@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from orchestrator import __version__
 from orchestrator.config import samples
 from orchestrator.config.run_config import RunConfig
+from orchestrator.config.settings import COLUMNS
 from orchestrator.launch import tracing
 from orchestrator.launch.outcomes import EPOCH_COLUMNS, bounded
 from orchestrator.launch.run_record import RunRecord, now
@@ -30,8 +31,6 @@ from profiler import timeline as timelines
 from workers import models
 
 INT64 = (-(1 << 63), (1 << 63) - 1)  # what an INTEGER column holds (SQLite, PostgreSQL's BIGINT)
-# Config fields whose column has another name (the evidence has an exit_code too).
-COLUMN_FOR_FIELD = {"exit_code": "exit_code_setting"}
 
 
 def start_sweep(
@@ -99,7 +98,7 @@ def end_sweep(db: Database, sweep_id: int, status: str) -> None:
 
 
 def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
-    row: dict[str, Any] = {COLUMN_FOR_FIELD.get(k, k): v for k, v in rec.config.to_dict().items()}
+    row: dict[str, Any] = {COLUMNS[k]: v for k, v in rec.config.to_dict().items()}
     out = rec.outcome
     result = out.result or {}
     row.update(
