@@ -24,6 +24,7 @@ from orchestrator.config.settings import COMPILE_MODES as COMPILE_MODES
 from orchestrator.config.settings import DATASETS as DATASETS
 from orchestrator.config.settings import DEVICES as DEVICES
 from orchestrator.config.settings import FAULT_FIELDS as FAULT_FIELDS
+from orchestrator.config.settings import FAULT_PARTS as FAULT_PARTS
 from orchestrator.config.settings import FAULTS as FAULTS
 from orchestrator.config.settings import FRAMEWORKS as FRAMEWORKS
 from orchestrator.config.settings import INT_LIMITS as INT_LIMITS

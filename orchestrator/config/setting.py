@@ -26,7 +26,8 @@ class Setting:
     `bench train --help` says; ``doc``, ``doc_values`` and ``doc_default`` are docs/matrix.md's
     richer words where they say more than the derived ones. ``since`` is the schema version that
     added its ``runs`` column (named ``column`` where not the setting's own name); ``group``
-    names the settings that apply to one framework only (``fault``: the fault worker's).
+    names the settings that apply to one framework only (``fault``: the fault worker's), which a
+    matrix may also write as one value, a mapping of their ``part`` names.
     """
 
     name: str
@@ -41,6 +42,7 @@ class Setting:
     values: str = ""  # the values in words, where neither choices nor limits give them
     column: str = ""
     group: str = ""
+    part: str = ""  # its key inside the group's one value (`fault: {kind: segfault, replica: 1}`)
     doc: str = ""
     doc_values: str = ""
     doc_default: str = ""
@@ -58,6 +60,10 @@ class Setting:
     @property
     def runs_column(self) -> str:
         return self.column or self.name
+
+    @property
+    def part_name(self) -> str:
+        return self.part or self.name
 
 
 def integer(low: int, high: int) -> Check:

@@ -327,6 +327,7 @@ SETTINGS: tuple[Setting, ...] = (
         name="fault",
         type="str | None",
         default=None,
+        part="kind",
         since=1,
         choices=FAULTS,
         group="fault",
@@ -691,6 +692,7 @@ SETTINGS: tuple[Setting, ...] = (
         name="fault_replica",
         type="int | None",
         default=None,
+        part="replica",
         since=9,
         limits=(0, 1023),
         group="fault",
@@ -712,6 +714,9 @@ INT_LIMITS: dict[str, tuple[int, int]] = {s.name: s.limits for s in SETTINGS if 
 CHOICES: dict[str, tuple[str, ...]] = {s.name: s.choices for s in SETTINGS if s.choices is not None}
 # The fault worker's settings: a configuration of another framework that sets one is refused.
 FAULT_FIELDS = tuple(s.name for s in SETTINGS if s.group == "fault")
+# The same settings as one value, `fault: {kind: segfault, after_steps: 2, replica: 1}`: the
+# setting of each key of that mapping (kind is the fault's own name).
+FAULT_PARTS: dict[str, str] = {s.part_name: s.name for s in SETTINGS if s.group == "fault"}
 # Added after the first schema: left out of the hash while unset, so earlier configurations keep
 # their identity.
 LATE_FIELDS = frozenset(s.name for s in SETTINGS if s.since > 1)
