@@ -25,9 +25,9 @@ class Setting:
     ``check`` may be left out where ``choices`` or ``limits`` say everything. ``help`` is what
     `bench train --help` says; ``doc``, ``doc_values`` and ``doc_default`` are docs/matrix.md's
     richer words where they say more than the derived ones. ``since`` is the schema version that
-    added its ``runs`` column (named ``column`` where not the setting's own name); ``group``
-    names the settings that apply to one framework only (``fault``: the fault worker's), which a
-    matrix may also write as one value, a mapping of their ``part`` names.
+    first stored it; ``group`` names the settings that apply to one framework only (``fault``: the
+    fault worker's), which a matrix may write as one value, a mapping of their ``part`` names, and
+    the runs table stores as one JSON column named after the group.
     """
 
     name: str
@@ -59,7 +59,8 @@ class Setting:
 
     @property
     def runs_column(self) -> str:
-        return self.column or self.name
+        """Its column in runs: a group's settings share one, named after the group (JSON)."""
+        return self.column or self.group or self.name
 
     @property
     def part_name(self) -> str:

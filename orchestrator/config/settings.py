@@ -9,7 +9,9 @@ here, one field there, one column in schema.sql.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from orchestrator.config.setting import (
@@ -345,7 +347,6 @@ SETTINGS: tuple[Setting, ...] = (
         default=None,
         since=1,
         limits=(-(2**31), 2**31 - 1),  # a C int: the fault worker's os._exit
-        column="exit_code_setting",  # the evidence has an exit_code too
         group="fault",
         help="framework fault only: the exit status of fault exit (or hostile).",
         doc="Exit status for `fault: exit`; for `fault: hostile`, exit with it instead of raising.",
@@ -722,3 +723,10 @@ FAULT_PARTS: dict[str, str] = {s.part_name: s.name for s in SETTINGS if s.group 
 LATE_FIELDS = frozenset(s.name for s in SETTINGS if s.since > 1)
 # The runs column of each setting (schema.sql).
 COLUMNS: dict[str, str] = {s.name: s.runs_column for s in SETTINGS}
+
+
+def fault_value(settings: Mapping[str, Any]) -> str | None:
+    """A configuration's fault worker settings (RunConfig.to_dict()) as runs.fault stores them: JSON
+    of the parts that are set, by part name, kind first; None where none is (a real framework)."""
+    parts = {BY_NAME[n].part_name: settings[n] for n in FAULT_FIELDS if settings.get(n) is not None}
+    return json.dumps(parts) if parts else None
