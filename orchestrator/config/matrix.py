@@ -350,10 +350,7 @@ def _disjoint(reader: _Reader, axes: dict[str, Node], columns: list[tuple[str, l
 
 
 def _resolve(layer: _Layer) -> RunConfig:
-    config = RunConfig(**{key: setting.value for key, setting in layer.items()})
-    if config.framework == "fault" and config.fault is None:
-        config = replace(config, fault="ok")
-    return config
+    return RunConfig(**{key: setting.value for key, setting in layer.items()})
 
 
 def _check(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:

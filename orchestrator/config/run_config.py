@@ -117,6 +117,8 @@ class RunConfig:
     fault_replica: int | None = None
 
     def __post_init__(self) -> None:
+        if self.framework == "fault" and self.fault is None:  # the fault worker's fault defaults to ok
+            object.__setattr__(self, "fault", "ok")
         if self.threads == THREADS_ALL:  # `threads: all`, resolved on the machine that expands the matrix
             object.__setattr__(self, "threads", all_threads(self.cpus, self.replicas))
 
