@@ -1,7 +1,8 @@
 -- bench results database: the single source of truth for its layout.
 -- Bump user_version with every change; bench refuses a database of another version, except an
--- older one that orchestrator/migrations.py knows how to bring up to date (additions only).
-PRAGMA user_version = 12;
+-- older one that orchestrator/storage/migrate.py knows how to bring up to date (additions, and
+-- version 13's fold of the fault worker's ten columns into runs.fault).
+PRAGMA user_version = 13;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -48,19 +49,12 @@ CREATE TABLE runs (
     val_fraction            REAL NOT NULL,
     threads                 INTEGER NOT NULL,
     seed                    INTEGER NOT NULL,
-    fault                   TEXT,
-    exit_code_setting       INTEGER,                     -- the fault worker's `exit_code` setting
-    seconds                 REAL,
-    after_steps             INTEGER,
-    ignore_sigterm          INTEGER,
+    fault                   TEXT,                        -- framework fault: its settings, one JSON value
+                                                         -- ({"kind": "segfault", "after_steps": 2}; version 13)
     cpus                    TEXT,                        -- CPUs the run may use ("0-1,4"); NULL: all
     memory_budget           INTEGER,                     -- bytes of RSS for the process tree
     gpu_memory_budget       INTEGER,                     -- bytes of device memory (framework's cap)
     sample_interval         REAL,                        -- seconds; NULL: the default; 0: no sampler
-    hold_threads            INTEGER,
-    hold_memory_mb          INTEGER,
-    hold_seconds            REAL,
-    hold_child_memory_mb    INTEGER,
     trace                   TEXT,                        -- kernels: traced (timings perturbed); NULL: off
     config_json             TEXT NOT NULL,
     -- the outcome and its evidence
@@ -166,7 +160,6 @@ CREATE TABLE runs (
     -- version 9: data-parallel replicas (docs/distributed.md); every figure above is the run's,
     -- all replicas together (images_per_second counts the global batch), timed by replica 0
     replicas                INTEGER,                     -- configuration: processes; NULL: one
-    fault_replica           INTEGER,                     -- configuration: fault only, the replica the fault strikes
     global_batch            INTEGER,                     -- batch_size x replicas: samples per optimizer step
     -- version 10: the compile figure's own disturbance (profiler/disturbance.py), over the warm-up
     compile_other_cpu_percent REAL,                      -- other load during the warm-up, % of the allowed CPUs

@@ -2,11 +2,37 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+
+# The runs columns the fault worker's settings had before schema 13 folded them into runs.fault,
+# by their part name in that JSON value (orchestrator/storage/migrate.py FOLDED_FAULT_COLUMNS).
+FAULT_COLUMNS = {
+    "kind": "fault",
+    "exit_code": "exit_code_setting",
+    "seconds": "seconds",
+    "after_steps": "after_steps",
+    "ignore_sigterm": "ignore_sigterm",
+    "hold_threads": "hold_threads",
+    "hold_memory_mb": "hold_memory_mb",
+    "hold_seconds": "hold_seconds",
+    "hold_child_memory_mb": "hold_child_memory_mb",
+    "replica": "fault_replica",
+}
+
+
+def unfolded(row: dict[str, Any]) -> dict[str, Any]:
+    """A runs row with its fault value spread over the columns it had before schema 13 (fault the
+    fault's name, exit_code_setting, ..., a boolean as 1): tests written against those read on."""
+    parts = json.loads(row["fault"]) if row.get("fault") else {}
+    spread = {column: parts.get(part) for part, column in FAULT_COLUMNS.items()}
+    if spread["ignore_sigterm"] is not None:
+        spread["ignore_sigterm"] = int(spread["ignore_sigterm"])
+    return {**row, **spread}
 
 
 def url_of(db: str | Path) -> str:

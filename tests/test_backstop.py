@@ -3,6 +3,7 @@ batches is recorded `skipped` ("oom at batch b"), not run; --no-backstop and --r
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def outcomes(db: Path, sweep: int | None = None) -> list[tuple]:
     where = f"WHERE sweep_id = {sweep}" if sweep else ""
     rows = conn.execute(f"SELECT fault, batch_size, outcome, reason FROM runs {where} ORDER BY id").fetchall()
     conn.close()
-    return rows
+    return [(json.loads(fault)["kind"], *rest) for fault, *rest in rows]  # runs.fault: one JSON value
 
 
 def test_larger_batches_after_an_oom_are_skipped_with_the_batch(write_matrix, cli, workdir):

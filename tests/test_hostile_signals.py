@@ -24,6 +24,7 @@ from orchestrator.sweep.progress import Progress
 from orchestrator.sweep.result_fields import where_it_died
 from tests import dbs
 from tests.conftest import bench_command, default_sigint
+from tests.dbs import unfolded
 from tests.test_outcomes import pid_alive
 from tests.test_resume import wait_for
 
@@ -120,6 +121,7 @@ def test_after_sigkill_the_next_run_ends_what_was_left_and_records_it(write_matr
     assert done.returncode == 0, done.stderr
     wait_for(lambda: not pid_alive(group_child) and not pid_alive(session_child), timeout=10)
     runs = rows(db, "SELECT sweep_id, outcome, reason, fault, last_phase FROM runs ORDER BY id")
+    runs = [unfolded(r) for r in runs]  # runs.fault is one JSON value: its kind read as the fault
     assert [(r["sweep_id"], r["outcome"], r["fault"]) for r in runs] == [
         (1, "interrupted", "orphans"),
         (2, "ok", "ok"),

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.dbs import unfolded
+
 pytestmark = pytest.mark.slow
 
 FAULTS = """
@@ -43,7 +45,7 @@ include:
 def runs(db: Path) -> list[dict]:
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
-    rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY id")]
+    rows = [unfolded(dict(r)) for r in conn.execute("SELECT * FROM runs ORDER BY id")]
     conn.close()
     return rows
 

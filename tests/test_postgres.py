@@ -101,13 +101,11 @@ def test_values_keep_their_width_and_precision(db_url, workdir, write_matrix):
     )
     result = bench(db_url, "run", "--matrix", str(matrix))
     assert result.exit_code == 0, result.output
-    runs = dbs.query(
-        db_url, "SELECT id, lr, memory_budget, ignore_sigterm, config_json FROM runs ORDER BY id"
-    )
+    runs = dbs.query(db_url, "SELECT id, lr, memory_budget, fault, config_json FROM runs ORDER BY id")
     assert [r["id"] for r in runs] == [1, 2]
     for run in runs:
         assert run["lr"] == json.loads(run["config_json"])["lr"] == 0.012345678901234567
-        assert run["memory_budget"] == 5 * 2**30 and run["ignore_sigterm"] == 1
+        assert run["memory_budget"] == 5 * 2**30 and json.loads(run["fault"])["ignore_sigterm"] is True
     env = dbs.query(db_url, "SELECT memory_bytes FROM environments WHERE run_id = 1")[0]
     assert env["memory_bytes"] > 2**31  # this machine's memory: more than a 32-bit integer holds
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -30,6 +31,7 @@ def test_train_runs_and_records_one_configuration(cli, workdir, db_url):
         "SELECT s.kind, r.framework, r.fault, r.dataset_size, r.outcome"
         " FROM runs r JOIN sweeps s ON s.id = r.sweep_id",
     )
+    rows = [{**r, "fault": json.loads(r["fault"])["kind"]} for r in rows]  # runs.fault: one JSON value
     assert [tuple(r.values()) for r in rows] == [("train", "fault", "raise", 64, "error")]
 
 

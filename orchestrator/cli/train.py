@@ -80,7 +80,7 @@ def build_config(values: dict[str, str | None]) -> RunConfig:
         key = next((k for k in keys if k in settings), keys[0])
         raise ConfigError(f"{_option_name(key)}: {message}")
     if config.framework == "fault":
-        return dataclasses.replace(config, fault=config.fault or "ok")
+        return config
     stray = [k for k in FAULT_FIELDS if k in settings]
     if stray:
         raise ConfigError(f"{_option_name(stray[0])}: only applies to framework fault")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -218,8 +218,6 @@ def config_from_data(data: Any, where: str) -> RunConfig:
         raise DatabaseError(f"{where}: expected a JSON object, got {type(data).__name__}")
     values = {key: _stored_value(key, value, where) for key, value in data.items()}
     config = RunConfig(**values)
-    if config.framework == "fault" and config.fault is None:
-        config = replace(config, fault="ok")  # as the matrix loader makes a bare fault run
     given = [key for key, value in values.items() if value is not None]
     problem = cross_field_problem(config, given, check_paths=False)
     if problem:

@@ -1,109 +1,36 @@
-"""What each setting of a run means and which values it takes: one table, for `bench train --help`
-and the options made from settings; docs/matrix.md's field table says the same for a reader.
+"""What each setting means and which values it takes, in words: `bench train --help` and the
+options made from settings read ``field_help``; docs/matrix.md's field table is ``table()``,
+written there by ``python -m orchestrator.config.field_docs --write docs/matrix.md`` (a test holds
+the page to it).
 
-The allowed values are derived from config.py's own constants and limits, so help cannot drift
-from what the validators accept.
+Everything here is derived from the declarations (settings.py): the allowed values from their
+choices and limits, so neither help nor the page can drift from what the validators accept.
 """
 
 from __future__ import annotations
 
-from orchestrator.config.run_config import (
-    CHOICES,
-    FIELD_NAMES,
-    INT_LIMITS,
-    MAX_SECONDS,
-)
+import argparse
+import sys
+from pathlib import Path
 
-_SIZE = "a size: 512MiB, 2GiB, 1.5G; a bare number is MiB"
-_SECONDS = f"seconds, a number >= 0 below {MAX_SECONDS:.0e}"
+from orchestrator.config.setting import Setting
+from orchestrator.config.settings import BY_NAME, SETTINGS
 
-# field -> what it does; allowed values come from _allowed() unless given in _FORMATS.
-MEANINGS: dict[str, str] = {
-    "framework": "Which framework runs it, in its own environment; fault: the fake that fails on command.",
-    "model": "Architecture, defined once in workers/models/.",
-    "device": "Where the model runs.",
-    "batch_size": "Images per training step; at most the training split.",
-    "optimizer": "Optimizer.",
-    "lr": "Learning rate.",
-    "momentum": "Momentum, for the optimizers that use it.",
-    "epochs": "Timed epochs per repeat.",
-    "warmup_steps": "Untimed training steps before the first repeat.",
-    "repeats": "Times the timed epochs run, each from the same initial weights.",
-    "timeout": "Seconds the whole run may take before its process group is killed.",
-    "dataset": "Data set; synthetic is generated, the others are read from --data-dir (docs/datasets.md).",
-    "dataset_size": "Images in the data set, training and validation together.",
-    "data_dir": "The folder holding an image_folder, cifar10, cifar100 or imdb data set.",
-    "image_size": "Side of the square images, in pixels.",
-    "classes": "Number of classes.",
-    "val_fraction": "Share of the data set held out for validation.",
-    "threads": (
-        "CPU threads for the framework; 0 leaves the framework's default (one thread for Paddle, half"
-        " the cores for MXNet); all: every CPU the run may use (its cpus, else this machine's), shared"
-        " among its replicas, resolved when the matrix is read."
-    ),
-    "seed": "Seed for data, initial weights and epoch order.",
-    "fault": "framework fault only: what the fault worker does.",
-    "exit_code": "framework fault only: the exit status of fault exit (or hostile).",
-    "seconds": "framework fault only: how long fault sleep sleeps.",
-    "after_steps": "framework fault only: strike at the start of step N + 1, not during setup.",
-    "ignore_sigterm": "framework fault only: fault hang ignores SIGTERM (only the kill ends it).",
-    "cpus": "The CPUs the run's processes are pinned to (default: every CPU bench may use).",
-    "memory_budget": "Resident memory the run's process tree may hold; crossed, the run is oom.",
-    "gpu_memory_budget": "Device memory, capped by the framework's own mechanism.",
-    "sample_interval": "Seconds between resource samples (default 0.1); 0 turns the sampler off.",
-    "hold_threads": "framework fault only, fault hold: threads started for the hold.",
-    "hold_memory_mb": "framework fault only, fault hold: MiB allocated and kept resident.",
-    "hold_seconds": "framework fault only, fault hold: how long the hold lasts.",
-    "hold_child_memory_mb": "framework fault only, fault hold: MiB a child process holds.",
-    "trace": "kernels: time each kernel or operator in the timed epochs (perturbs timing; docs/kernels.md).",
-    "task": "inference: forward passes in evaluation mode, no training (docs/inference.md).",
-    "features": "With task inference: stop at the pooled features, without the classifier.",
-    "mode": "How a step runs: eager, graph or compiled (default: the framework's own; docs/fairness.md).",
-    "precision": "fp32, or mixed bf16/fp16 as the framework's users do it; tf32 on NVIDIA GPUs "
-    "(docs/fairness.md).",
-    "compile_mode": "PyTorch with mode compiled: torch.compile's mode (default inductor's default).",
-    "target_accuracy": "Time to accuracy: the validation accuracy whose first reaching is timed "
-    "(docs/reports.md).",
-    "stop_at_target": "With target_accuracy: end each repeat at the epoch that reaches it.",
-    "sequence_length": "Language models: tokens per sequence (default: the model's context; docs/models.md).",
-    "replicas": "Data-parallel training over this many processes, each with batch_size samples a step "
-    "(docs/distributed.md).",
-    "fault_replica": "framework fault only: the replica the fault strikes (the others run ok).",
-    "min_time": (
-        "Least timed seconds per run: extra timed epochs (not evaluated) are added until reached "
-        "(default 2; fault 0; docs/reports.md)."
-    ),
-    "min_steps": "Least timed steps per run, reached as min_time is (default 20; fault 1).",
-}
-
-_FORMATS: dict[str, str] = {
-    "lr": "a number > 0",
-    "momentum": "a number, 0 <= m < 1",
-    "val_fraction": "a number, 0 < f < 1",
-    "timeout": f"seconds, a number > 0 below {MAX_SECONDS:.0e}",
-    "seconds": _SECONDS,
-    "hold_seconds": _SECONDS,
-    "min_time": _SECONDS,
-    "sample_interval": "seconds, a number >= 0 below 3600",
-    "data_dir": "a folder path",
-    "cpus": 'CPU numbers such as "0-3,6" or 2',
-    "memory_budget": _SIZE,
-    "gpu_memory_budget": _SIZE,
-    "ignore_sigterm": "true | false",
-    "features": "true | false",
-    "stop_at_target": "true | false",
-    "target_accuracy": "a number, 0 < a <= 1",
-}
+# field -> what it does, as --help says it.
+MEANINGS: dict[str, str] = {s.name: s.help for s in SETTINGS}
 
 
 def allowed(field: str) -> str:
     """The values ``field`` takes, as help shows them."""
-    if field in CHOICES:
-        return " | ".join(CHOICES[field])
-    if field in INT_LIMITS:
-        low, high = INT_LIMITS[field]
-        return ("all, or " if field == "threads" else "") + f"an integer, {low} to {high}"
-    return _FORMATS[field]
+    setting = BY_NAME[field]
+    if setting.choices is not None:
+        return " | ".join(setting.choices)
+    if setting.limits is not None:
+        low, high = setting.limits
+        return (f"{setting.also}, or " if setting.also else "") + f"an integer, {low} to {high}"
+    if "bool" in setting.type:
+        return "true | false"
+    return setting.values
 
 
 def field_help(field: str, default: object = None) -> str:
@@ -112,4 +39,78 @@ def field_help(field: str, default: object = None) -> str:
     return text + (f" Default: {default}." if default is not None else "")
 
 
-assert set(MEANINGS) == set(FIELD_NAMES), "every setting has a description"
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def readable(n: int) -> str:
+    """An integer as the page writes it: 10⁹, 2²⁰, 2³² − 1, 1,000,000, 4096."""
+    if n < 0:
+        return "−" + readable(-n)
+    for power in range(7, 19):
+        if n == 10**power:
+            return "10" + str(power).translate(_SUPERSCRIPT)
+    for power in range(20, 64):
+        if n in (2**power, 2**power - 1):
+            return "2" + str(power).translate(_SUPERSCRIPT) + (" − 1" if n % 2 else "")
+    return f"{n:,}" if n >= 10_000 else str(n)
+
+
+def doc_values(setting: Setting) -> str:
+    """The type column of docs/matrix.md."""
+    if setting.doc_values:
+        return setting.doc_values
+    if setting.choices is not None:
+        return " | ".join(f"`{c}`" for c in setting.choices)
+    if setting.limits is not None:
+        low, high = setting.limits
+        also = f"`{setting.also}`, or " if setting.also else ""
+        return f"{also}integer, {readable(low)} to {readable(high)}"
+    if "bool" in setting.type:
+        return "`true` | `false`"
+    return setting.values
+
+
+def doc_default(setting: Setting) -> str:
+    if setting.doc_default:
+        return setting.doc_default
+    value = setting.default
+    if value is None:
+        return "none"
+    return f"`{value:g}`" if isinstance(value, float) else f"`{value}`"
+
+
+HEADER = ("| key | type | default | meaning |", "|---|---|---|---|")
+
+
+def table() -> str:
+    """docs/matrix.md's field table, one row per setting in declaration order."""
+    rows = list(HEADER)
+    for s in SETTINGS:
+        cells = (f"`{s.name}`", doc_values(s), doc_default(s), s.doc or s.help)
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def replaced(page: str) -> str:
+    """``page`` with its field table (the lines from HEADER to the first line not a row) replaced."""
+    lines = page.splitlines(keepends=True)
+    start = lines.index(HEADER[0] + "\n")
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return "".join(lines[:start]) + table() + "".join(lines[end:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Print docs/matrix.md's field table, or write it there.")
+    parser.add_argument("--write", type=Path, metavar="PAGE", help="replace the table in this page")
+    args = parser.parse_args(argv)
+    if args.write is None:
+        sys.stdout.write(table())
+    else:
+        args.write.write_text(replaced(args.write.read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

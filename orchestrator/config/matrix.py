@@ -25,6 +25,7 @@ from orchestrator.config.filters import parse_only as parse_only  # re-exported:
 from orchestrator.config.filters import select as select
 from orchestrator.config.filters import unknown_key, value_message
 from orchestrator.config.run_config import (
+    FAULT_PARTS,
     FIELD_NAMES,
     LANGUAGE_MODELS,
     RunConfig,
@@ -226,9 +227,29 @@ class _Reader:
 
     def fields(self, node: Node | None, key: str) -> _Layer:
         """A mapping of run settings, each validated and remembered with its line."""
-        if node is None:
-            return {}
-        return {name: self.field(name, value) for name, value in self.mapping(node, key, FIELD_NAMES).items()}
+        layer: _Layer = {}
+        for name, value in self.mapping(node, key, FIELD_NAMES).items() if node is not None else ():
+            layer = self.merged(layer, self.setting(name, value), value)
+        return layer
+
+    def setting(self, key: str, node: Node) -> _Layer:
+        """The settings one key gives: itself, or the fault worker's, written as one value."""
+        if key != "fault" or not isinstance(node, MappingNode):
+            return {key: self.field(key, node)}
+        parts = self.mapping(node, key, tuple(FAULT_PARTS))
+        if not parts:
+            message = "an empty mapping: write {kind: ok} for the fault that does nothing"
+            raise self.node_error(node, key, message)
+        return {FAULT_PARTS[part]: self.field(FAULT_PARTS[part], value) for part, value in parts.items()}
+
+    def merged(self, layer: _Layer, more: _Layer, node: Node) -> _Layer:
+        """Two groups of settings of one mapping; a setting in both (`after_steps` beside a `fault`
+        mapping that gives it too) is an error, as a duplicate key is."""
+        twice = sorted(set(layer) & set(more))
+        if twice:
+            first = layer[twice[0]].line
+            raise self.node_error(node, twice[0], f"given twice (first on line {first})")
+        return layer | more
 
     def entries(self, node: Node | None, key: str) -> list[_Layer]:
         """The mappings of an exclude or include list."""
@@ -254,6 +275,7 @@ def _expand(reader: _Reader, sections: dict[str, Node], settings: _Layer) -> lis
     if size > MAX_CONFIGS:
         raise reader.node_error(sections["axes"], "axes", f"{size} combinations (at most {MAX_CONFIGS})")
     columns = [(key, _axis(reader, key, node)) for key, node in axes.items()]
+    _disjoint(reader, axes, columns)
     if not columns and sections.get("include") is not None:
         # Only includes: the settings are their defaults, not a configuration of their own.
         return []
@@ -266,7 +288,7 @@ def _expand(reader: _Reader, sections: dict[str, Node], settings: _Layer) -> lis
         )
         raise reader.node_error(sections["exclude"], "exclude", message)
     layers = [
-        settings | dict(zip(axes, combo, strict=True))
+        settings | {key: value for part in combo for key, value in part.items()}
         for combo in itertools.product(*(v for _, v in columns))
     ]
     return _exclude(reader, [(_resolve(layer), layer) for layer in layers], excludes, groups)
@@ -308,19 +330,27 @@ def _values(config: RunConfig, keys: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(getattr(config, k) for k in keys)
 
 
-def _axis(reader: _Reader, key: str, node: Node) -> list[_Value]:
+def _axis(reader: _Reader, key: str, node: Node) -> list[_Layer]:
+    """The values of one axis, each the settings it gives (several for a `fault` mapping)."""
     hint = f" (write [{node.value}] for a single value)" if _is_value(node) else ""
     items = reader.sequence(node, key, "a list of values", hint)
     if not items:
         raise reader.node_error(node, key, "an axis needs at least one value")
-    return [reader.field(key, item) for item in items]
+    return [reader.setting(key, item) for item in items]
+
+
+def _disjoint(reader: _Reader, axes: dict[str, Node], columns: list[tuple[str, list[_Layer]]]) -> None:
+    """No setting on two axes (`after_steps` as an axis and inside a `fault` axis's mappings)."""
+    seen: dict[str, str] = {}
+    for key, values in columns:
+        for name in {name for value in values for name in value}:
+            if seen.setdefault(name, key) != key:
+                message = f"{name} is set by axis {seen[name]} too: give it on one axis"
+                raise reader.node_error(axes[key], key, message)
 
 
 def _resolve(layer: _Layer) -> RunConfig:
-    config = RunConfig(**{key: setting.value for key, setting in layer.items()})
-    if config.framework == "fault" and config.fault is None:
-        config = replace(config, fault="ok")
-    return config
+    return RunConfig(**{key: setting.value for key, setting in layer.items()})
 
 
 def _check(reader: _Reader, config: RunConfig, layer: _Layer, settings: _Layer) -> None:

@@ -32,6 +32,7 @@ from orchestrator.report.figures import Row, Section
 from orchestrator.report.figures_runs import Matcher
 from orchestrator.report.select import Selection, latest_runs
 from orchestrator.storage.db import Database
+from orchestrator.storage.setting_columns import run_columns
 from orchestrator.text.formats import Column
 from orchestrator.text.terminal import safe
 
@@ -154,7 +155,7 @@ def evidence(db: Database, runs: Sequence[Row]) -> list[Row]:
     """The first MAX_ROWS failed runs with every column: stderr tails and tracebacks are read only
     for the runs the crash list shows (a long study's would weigh megabytes)."""
     ids = [r["id"] for r in runs if r["outcome"] != "ok"][:MAX_ROWS]
-    return list(db.rows(sa.select(db.runs).where(db.runs.c.id.in_(ids)).order_by(db.runs.c.id)))
+    return list(db.rows(sa.select(*run_columns(db.runs)).where(db.runs.c.id.in_(ids)).order_by(db.runs.c.id)))
 
 
 def _img(plot: figures.Plot) -> str:

@@ -18,7 +18,6 @@ import sqlalchemy as sa
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.report import execution
 from orchestrator.report.select import (
-    FIELD_COLUMNS,
     Selection,
     latest_ids,
     machine_labels,
@@ -28,6 +27,7 @@ from orchestrator.report.select import (
     varying,
 )
 from orchestrator.storage.db import Database
+from orchestrator.storage.setting_columns import setting_column
 from orchestrator.text.formats import Column, number, render
 from profiler import kernels as kernel_classes
 from profiler.kernels import CLASSES, DATA_TYPES, TILED
@@ -39,7 +39,7 @@ PERTURBED = "traced runs: their epoch times include the profiler's overhead (doc
 
 def _runs(db: Database, sel: Selection) -> list[dict[str, Any]]:
     r, s = db.runs, db.sweeps
-    fields = [r.c[column].label(name) for name, column in FIELD_COLUMNS.items()]
+    fields = [setting_column(r, name).label(name) for name in FIELD_NAMES]
     query = (
         sa.select(
             run_machine(db).label("machine"),

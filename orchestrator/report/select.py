@@ -32,12 +32,11 @@ from orchestrator.config.values import cut
 from orchestrator.errors import BenchError, ConfigError
 from orchestrator.report import execution
 from orchestrator.storage.db import Database
+from orchestrator.storage.setting_columns import run_column, run_columns, setting_column
 from profiler.disturbance import MIN_SAMPLES
 
 ALL = "all"
 SWEEP_COLUMNS = ("id", "name", "kind", "status", "started_at", "host", "machine")
-# The runs table stores the fault worker's `exit_code` setting apart from the process's exit status.
-FIELD_COLUMNS = {name: "exit_code_setting" if name == "exit_code" else name for name in FIELD_NAMES}
 _ORDER = {
     "framework": FRAMEWORKS,
     "model": MODELS,
@@ -111,7 +110,7 @@ def where_conditions(runs: sa.Table, where: dict[str, frozenset[Any]]) -> list[A
     hashes hold) matches NULL: SQL's IN never does."""
     conditions = []
     for key, values in where.items():
-        column = runs.c[FIELD_COLUMNS[key]]
+        column = setting_column(runs, key)
         condition = column.in_(sorted((v for v in values if v is not None), key=str))
         conditions.append(sa.or_(condition, column.is_(None)) if None in values else condition)
     return conditions
@@ -133,7 +132,7 @@ def latest_runs(db: Database, sel: Selection, columns: Sequence[str] | None = No
     """The rows of `latest_ids`, in run order: every column, or only `columns` in the order given
     (a long sweep's tracebacks weigh; a report that does not show them need not read them)."""
     runs = db.runs
-    selected = [runs.c[k] for k in columns] if columns is not None else [runs]
+    selected = [run_column(runs, k) for k in columns] if columns is not None else run_columns(runs)
     query = sa.select(*selected).where(runs.c.id.in_(latest_ids(db, sel))).order_by(runs.c.id)
     return list(db.rows(query))
 
@@ -212,7 +211,7 @@ def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
     only one group's runs are held at a time.
     """
     r, s = db.runs, db.sweeps
-    fields = [r.c[col].label(name) for name, col in FIELD_COLUMNS.items()]
+    fields = [setting_column(r, name).label(name) for name in FIELD_NAMES]
     machine, mode, precision = run_machine(db), execution.ran_mode(db), execution.ran_precision(db)
     query = (
         sa.select(

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from orchestrator.config.run_config import DEFAULT_SAMPLE_INTERVAL
 from orchestrator.errors import RunNotFound
 from orchestrator.storage.db import Database
+from orchestrator.storage.setting_columns import run_columns
 from orchestrator.text.formats import Column, mib_column, number, render
 from orchestrator.text.terminal import safe_line
 from profiler import energy
@@ -45,7 +46,7 @@ SAMPLE_KEYS = (
 
 
 def find_run(db: Database, run_id: int) -> dict[str, Any]:
-    run = next(db.rows(sa.select(db.runs).where(db.runs.c.id == run_id)), None)
+    run = next(db.rows(sa.select(*run_columns(db.runs)).where(db.runs.c.id == run_id)), None)
     if run is None:
         raise RunNotFound(f"no run {run_id} in {db.public_url}")
     return run

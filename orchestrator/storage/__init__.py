@@ -3,7 +3,10 @@
     db.py             Database: open (create, upgrade, or refuse with what to do), its tables
     sqlite_schema.py  whose SQLite file it is, and its version
     postgres.py       the schema translated for PostgreSQL, and its version row
-    migrate.py        an older database brought up to schema.sql where the difference is additions
+    migrate.py        an older database brought up to schema.sql: the additions, and version 13's
+                      fold of the fault worker's ten columns into runs.fault
+    setting_columns.py  each setting of a run as a SQL expression (its column, or its part of
+                      runs.fault), for the reports' selections and filters
 
 May import: text, config. What is written into it is the sweep's business (sweep/recording.py);
 what is read out, the report's.

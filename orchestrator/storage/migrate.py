@@ -1,4 +1,4 @@
-"""Bring an older results database up to schema.sql, where the difference is additions only.
+"""Bring an older results database up to schema.sql, where the difference is additions, and one fold.
 
 The upgrade is derived from schema.sql itself: tables it has that the database lacks are created,
 and columns it has that a table lacks are added (ALTER TABLE ADD COLUMN; on PostgreSQL in the
@@ -11,10 +11,15 @@ added `skipped` and the cluster outcomes). Every recorded row satisfies the wide
 constraint is replaced, never the rows: on SQLite by rewriting the stored table definition (its
 documented writable_schema procedure for changing CHECK constraints), on PostgreSQL by dropping and
 adding the constraint.
+
+The fold: version 13 stores the fault worker's ten settings as one JSON value in runs.fault, where
+they were ten columns. Each row's values move into that value (the fault's name as its `kind`) and
+the nine other columns are dropped (SQLite 3.35 and later, PostgreSQL); every row is kept.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 
@@ -42,7 +47,23 @@ TABLES_BY_VERSION = {
     10: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas"},
     11: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
     12: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
+    13: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
 }
+# Version 13 folded the fault worker's ten settings, a runs column each until then, into one JSON
+# column, runs.fault: each part's name in that value and the column it came from. A fact of the
+# history, written out: it must not follow later changes to the settings' declarations.
+FOLDED_FAULT_COLUMNS = (
+    ("kind", "fault"),
+    ("exit_code", "exit_code_setting"),
+    ("seconds", "seconds"),
+    ("after_steps", "after_steps"),
+    ("ignore_sigterm", "ignore_sigterm"),
+    ("hold_threads", "hold_threads"),
+    ("hold_memory_mb", "hold_memory_mb"),
+    ("hold_seconds", "hold_seconds"),
+    ("hold_child_memory_mb", "hold_child_memory_mb"),
+    ("replica", "fault_replica"),
+)
 
 
 def tables_in(statements: list[str]) -> dict[str, tuple[str, dict[str, str]]]:
@@ -115,6 +136,8 @@ def upgrade(conn: Connection, statements: list[str], found: int, expected: int, 
                 else:
                     conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {definition}")
     _widen_outcome_check(conn, statements)
+    if found < 13:
+        fold_fault_columns(conn)
     for statement in statements:
         if statement.upper().startswith("CREATE INDEX"):
             conn.exec_driver_sql(statement.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
@@ -169,3 +192,29 @@ def _widen_outcome_check_postgres(conn: Connection, check: str) -> None:
     conn.exec_driver_sql(
         f"ALTER TABLE runs {', '.join([*drops, f'ADD CONSTRAINT runs_outcome_check {check}'])}"
     )
+
+
+def fold_fault_columns(conn: Connection) -> None:
+    """Version 13: the fault worker's columns of each run folded into runs.fault, one JSON value."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
+    folded = [(part, column) for part, column in FOLDED_FAULT_COLUMNS if column in have]
+    if [column for _, column in folded] == ["fault"]:
+        return  # folded already, or nothing to fold
+    runs = sa.table("runs", sa.column("id"), *(sa.column(column) for _, column in folded))
+    query = sa.select(runs).where(sa.or_(*(runs.c[column].is_not(None) for _, column in folded)))
+    for row in conn.execute(query).mappings().all():
+        value = {part: _plain(part, row[column]) for part, column in folded if row[column] is not None}
+        conn.execute(sa.update(runs).where(runs.c.id == row["id"]).values(fault=json.dumps(value)))
+    for _, column in folded:
+        if column != "fault":
+            conn.exec_driver_sql(f"ALTER TABLE runs DROP COLUMN {column}")
+
+
+def _plain(part: str, value: object) -> object:
+    """A stored value as the JSON value holds it: ignore_sigterm was an integer column, bytes are
+    what SQLite may hold in any column (a row is outside input)."""
+    if part == "ignore_sigterm" and isinstance(value, int):
+        return bool(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from orchestrator import __version__
 from orchestrator.config import samples
 from orchestrator.config.run_config import RunConfig
+from orchestrator.config.settings import FAULT_FIELDS, fault_value
 from orchestrator.launch import tracing
 from orchestrator.launch.outcomes import EPOCH_COLUMNS, bounded
 from orchestrator.launch.run_record import RunRecord, now
@@ -30,8 +31,6 @@ from profiler import timeline as timelines
 from workers import models
 
 INT64 = (-(1 << 63), (1 << 63) - 1)  # what an INTEGER column holds (SQLite, PostgreSQL's BIGINT)
-# Config fields whose column has another name (the evidence has an exit_code too).
-COLUMN_FOR_FIELD = {"exit_code": "exit_code_setting"}
 
 
 def start_sweep(
@@ -99,13 +98,16 @@ def end_sweep(db: Database, sweep_id: int, status: str) -> None:
 
 
 def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
-    row: dict[str, Any] = {COLUMN_FOR_FIELD.get(k, k): v for k, v in rec.config.to_dict().items()}
+    settings = rec.config.to_dict()
+    # The fault worker's settings share one column, a JSON value (settings.fault_value).
+    row: dict[str, Any] = {k: v for k, v in settings.items() if k not in FAULT_FIELDS}
+    row["fault"] = fault_value(settings)
     out = rec.outcome
     result = out.result or {}
     row.update(
         sweep_id=sweep_id,
         config_hash=rec.config.config_hash,
-        config_json=json.dumps(rec.config.to_dict(), sort_keys=True),
+        config_json=json.dumps(settings, sort_keys=True),
         outcome=out.outcome,
         reason=out.reason,
         exit_code=out.exit_code,
