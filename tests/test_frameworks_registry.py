@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orchestrator.config.run_config import FRAMEWORKS
 from orchestrator.provision import envs
-from orchestrator.report import plots
+from orchestrator.report.html import plots
 from workers import execution, frameworks
 
 REPO = Path(__file__).resolve().parent.parent

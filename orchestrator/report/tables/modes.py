@@ -17,9 +17,9 @@ from typing import Any
 from orchestrator.config import samples
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.config.values import cut
-from orchestrator.report import execution
-from orchestrator.report.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
-from orchestrator.report.tables import (
+from orchestrator.report.query import execution
+from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
+from orchestrator.report.tables.base import (
     Table,
     key_columns,
     keys_of,

@@ -30,7 +30,7 @@ from orchestrator.config.run_config import (
 )
 from orchestrator.config.values import cut
 from orchestrator.errors import BenchError, ConfigError
-from orchestrator.report import execution
+from orchestrator.report.query import execution
 from orchestrator.storage.db import Database
 from profiler.disturbance import MIN_SAMPLES
 

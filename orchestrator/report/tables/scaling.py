@@ -18,9 +18,8 @@ import sqlalchemy as sa
 
 from orchestrator.config import samples
 from orchestrator.config.run_config import FIELD_NAMES
-from orchestrator.report.modes import outcome_text
-from orchestrator.report.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
-from orchestrator.report.tables import (
+from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
+from orchestrator.report.tables.base import (
     Table,
     key_columns,
     keys_of,
@@ -32,6 +31,7 @@ from orchestrator.report.tables import (
     throughput,
     with_range,
 )
+from orchestrator.report.tables.modes import outcome_text
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number
 from profiler import kernels as kernel_classes

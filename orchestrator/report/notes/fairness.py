@@ -5,7 +5,7 @@ A note is a rule: which framework, model and setting it explains, and the sectio
 docs/fairness.md that holds the explanation (linked, not copied). Setting notes are decided from
 what the configuration's last run recorded (its `environments` row: the threads the framework
 applied, its `settings`, the cores it saw), so a note follows the run, not the framework's name.
-A note's figures are computed from the cells it annotates (report/tables.py prints them above it),
+A note's figures are computed from the cells it annotates (tables/comparison.py prints them above it),
 never written in the code; a cell more than UNEXPLAINED_ABOVE times the fastest framework's time
 at the same settings that no note explains is marked unexplained.
 """
