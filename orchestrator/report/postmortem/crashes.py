@@ -12,6 +12,7 @@ from orchestrator.text.formats import Column, render
 
 
 def where_died(row: dict[str, Any]) -> str:
+    """The last place the run was seen: its phase, epoch and step (`eval epoch 2 after step 30`)."""
     phase = row.get("last_phase") or "before start"
     parts = [] if phase == "epoch" else [phase]
     if row.get("last_epoch") and phase in ("epoch", "eval", "reset"):
@@ -22,6 +23,7 @@ def where_died(row: dict[str, Any]) -> str:
 
 
 def why(row: dict[str, Any]) -> str:
+    """The exception the worker reported, else the reason bench recorded."""
     if row.get("exception_type"):
         return f"{row['exception_type']}: {row.get('exception_message') or ''}".strip()
     return row.get("reason") or ""

@@ -280,5 +280,6 @@ def against_baseline(r: dict[str, Any], value: float | None, text: Callable[[flo
 
 
 def ips_cell(r: dict[str, Any]) -> str:
+    """images/s, median (min–max), marked where disturbed (the batch and inference tables)."""
     ips = with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])
     return ips + disturbed_mark(r) if r["images_per_second_median"] is not None else ips
