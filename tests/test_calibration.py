@@ -1,5 +1,5 @@
 """A sweep's calibration (profiler/calibration.py, orchestrator/launch/calibration.py,
-orchestrator/report/calibration.py): the same fixed work timed before the first run and after the
+orchestrator/report/notes/calibration.py): the same fixed work timed before the first run and after the
 last, recorded, and read back by the reports to say whether two sweeps' machine ran at the same
 speed. The calibration process is real; the reports' cross-sweep verdicts are also tested over
 rows written as another machine's bench would have left them (a shared database)."""

@@ -1,5 +1,5 @@
 """The framework's own peak of device memory beside NVML's sampled peak (orchestrator/report/
-device_memory.py): read from the environment row's `extra`, shown by `bench report --resources` and
+notes/device_memory.py): read from the environment row's `extra`, shown by `bench report --resources` and
 `bench inspect`, and a sampled peak below it marked (docs/gpu.md, third run: ResNet50 at batch 1
 on an H200, NVML 1,676 MiB against torch.cuda's 4,700 MiB peak reservation).
 
@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import cli as bench_cli
-from orchestrator.report import device_memory
+from orchestrator.report.notes import device_memory
 from tests import dbs
 
 MIB = 1 << 20

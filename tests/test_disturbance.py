@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import cli as bench_cli
-from orchestrator.report.compare import NO_VERDICT, verdict
+from orchestrator.report.tables.compare import NO_VERDICT, verdict
 from orchestrator.storage.db import Database, schema_version
 from profiler import disturbance
 from profiler.disturbance import CpuTicks, Share, parse_stat, share
@@ -382,7 +382,7 @@ def test_bad_wait_idle_and_retry_values_are_one_line_errors(tmp_path):
 def test_a_run_too_short_to_judge_is_marked_unjudged_never_shown_as_quiet(tmp_path):
     """Timed epochs shorter than the sampler's few samples: `disturbed` stays unknown (None), and
     every figure of the run says its quiet was not judged (` !?`), never passes for quiet."""
-    from orchestrator.report.select import UNJUDGED_MARK
+    from orchestrator.report.query.select import UNJUDGED_MARK
 
     db = tmp_path / "bench.db"
     matrix = tmp_path / "short.yaml"

@@ -1,5 +1,5 @@
 """`bench report --table comparison` footnotes a framework's result where the run's own record
-shows it was limited by the framework (orchestrator.report.fairness, docs/fairness.md).
+shows it was limited by the framework (orchestrator.report.notes.fairness, docs/fairness.md).
 
 Real Paddle runs: Paddle's own default is one thread (FLAGS_paddle_num_threads), so a run with
 `threads` unset on a machine of several cores gets the default-threads note, and one with
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.report import fairness
+from orchestrator.report.notes import fairness
 
 pytestmark = [pytest.mark.slow, pytest.mark.framework]
 

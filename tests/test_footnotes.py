@@ -18,7 +18,7 @@ from orchestrator.cli.main import cli as bench_cli
 from orchestrator.config.matrix import load_matrix
 from orchestrator.launch.outcomes import Outcome
 from orchestrator.launch.run_record import RunRecord, now
-from orchestrator.report import fairness
+from orchestrator.report.notes import fairness
 from orchestrator.storage.db import Database
 from orchestrator.sweep import recording
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from orchestrator.config.run_config import FRAMEWORKS
 from orchestrator.provision import envs
-from orchestrator.report import plots
+from orchestrator.report.html import plots
+from orchestrator.report.notes import fairness
 from workers import execution, frameworks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,3 +43,15 @@ def test_the_default_modes_come_from_it():
     )
     assert execution.default_mode({"framework": "jax", "device": "cuda", "model": "resnet50"}) == "compiled"
     assert execution.default_mode({"framework": "no-such", "device": "cpu"}) == "eager"
+
+
+def test_the_fairness_notes_read_each_frameworks_pools_and_gaps_from_it():
+    assert fairness.POOLS == {f.name: f.pools for f in frameworks.FRAMEWORKS if f.pools}
+    assert [(g.framework, g.key, g.section) for g in fairness.GAPS] == [
+        (f.name, g.key, g.section) for f in frameworks.FRAMEWORKS for g in f.gaps
+    ]
+    for f in frameworks.FRAMEWORKS:
+        assert all(isinstance(p, frameworks.Pool) for p in f.pools), f.name
+        for gap in f.gaps:  # a size range that holds at least one size
+            assert isinstance(gap, frameworks.Gap) and 0 < gap.min_image_size <= gap.max_image_size, gap
+    assert not frameworks.BY_NAME["fault"].pools and not frameworks.BY_NAME["fault"].gaps

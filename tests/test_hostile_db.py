@@ -536,7 +536,7 @@ def test_a_kernel_row_of_a_class_bench_does_not_know_is_classified_from_its_name
 
 def test_fairness_facts_of_a_deeply_nested_environment_are_none(recorded):
     """The recorded environment is read for the footnotes: JSON too deep for the parser is no fact."""
-    from orchestrator.report import fairness
+    from orchestrator.report.notes import fairness
 
     assert fairness.json_object("[" * 100_000) == {}
     assert fairness.json_object('{"a": 1}') == {"a": 1}

@@ -34,7 +34,7 @@ from orchestrator.config.run_config import (
 )
 from orchestrator.config.values import MAX_CPUS, MAX_SIZE, cpu_set, parse_cpus, parse_size
 from orchestrator.errors import ConfigError
-from orchestrator.report.select import ALL, parse_sweeps
+from orchestrator.report.query.select import ALL, parse_sweeps
 from tests.conftest import bench_command
 
 BIG = str(2**70)  # beyond SQLite's signed 64-bit INTEGER

@@ -22,8 +22,8 @@ from click.testing import CliRunner
 from PIL import Image
 
 from orchestrator.cli.main import cli as bench_cli
-from orchestrator.report.html import crash_list, html_table
-from orchestrator.report.results import RESULT_COLUMNS
+from orchestrator.report.html.page import crash_list, html_table
+from orchestrator.report.tables.results import RESULT_COLUMNS
 from tests.conftest import BACKENDS, new_database
 
 pytestmark = pytest.mark.slow

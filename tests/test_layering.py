@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import LAYERS
+from orchestrator.report import GROUPS
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT_MODULES = {"errors", "shipped"}  # modules at the package root, below every package
@@ -202,8 +203,12 @@ def _copy(tmp_path: Path) -> Path:
     [
         ("launch/execute.py", "from orchestrator.storage.db import Database", "launch imports storage"),
         ("executors/local.py", "from orchestrator.sweep import recording", "executors imports sweep"),
-        ("report/results.py", "from orchestrator.launch import outcomes", "report imports launch"),
-        ("report/results.py", "    from orchestrator.sweep.run import latest_sweep", "report imports sweep"),
+        ("report/tables/results.py", "from orchestrator.launch import outcomes", "report imports launch"),
+        (
+            "report/tables/results.py",
+            "    from orchestrator.sweep.run import latest_sweep",
+            "report imports sweep",
+        ),
         ("config/matrix.py", "from orchestrator.cli import options", "config imports cli"),
         ("storage/db.py", "import click", "only orchestrator/cli/ may"),
         ("config/run_config.py", "from workers.adapters import pytorch", "never imports an adapter"),
@@ -221,6 +226,87 @@ def test_a_forbidden_import_is_caught(tmp_path, module, line, says):
         text = f"{line}\n{text}"
     path.write_text(text)
     found = [v for v in violations(root) if v.startswith(f"orchestrator/{module}:")]
+    assert len(found) == 1 and says in found[0], found
+
+
+def _group(parts: tuple[str, ...]) -> str:
+    """The group of report/ a module belongs to: its sub-package, or a root module's own name."""
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def report_violations(root: Path) -> list[str]:
+    """Every import inside orchestrator/report/ that breaks report/__init__.py's GROUPS, as
+    `file:line: why`: a group imports only the groups listed for it, so a reader goes from the
+    entry (dispatch) down through the page and the tables to the queries, never back."""
+    found = []
+    base = root / "orchestrator" / "report"
+    for path in sorted(base.rglob("*.py")):
+        parts = path.relative_to(base).parts
+        if parts == ("__init__.py",):
+            continue
+        here, where = _group(parts), path.relative_to(root)
+        if here not in GROUPS:
+            found.append(f"{where}: outside every group of report/ (GROUPS)")
+            continue
+        for line, name in _imports(path):
+            if not name.startswith("orchestrator.report."):
+                continue
+            there = name.split(".")[2]
+            if there == here or there == "GROUPS":
+                continue
+            if there not in GROUPS:
+                found.append(f"{where}:{line}: imports {name}: no such group in report/'s GROUPS")
+            elif there not in GROUPS[here]:
+                allowed = ", ".join(GROUPS[here]) or "no other group"
+                found.append(f"{where}:{line}: {here} imports {there} ({name}); {here} may import {allowed}")
+    return found
+
+
+def test_each_group_of_report_imports_only_the_groups_below_it():
+    assert report_violations(REPO) == []
+
+
+def test_the_groups_of_report_have_no_cycle_and_each_is_a_folder():
+    placed: list[str] = []
+    pending = dict(GROUPS)
+    while pending:
+        ready = [name for name, below in pending.items() if set(below) <= set(placed)]
+        assert ready, f"a cycle among {sorted(pending)}"
+        placed.extend(sorted(ready))
+        for name in ready:
+            del pending[name]
+    base = REPO / "orchestrator" / "report"
+    folders = {p.parent.name for p in base.glob("*/__init__.py")}
+    assert folders | {"dispatch"} == set(GROUPS)
+    assert not any("dispatch" in below for below in GROUPS.values()), "nothing imports dispatch"
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "says"),
+    [
+        ("query/select.py", "from orchestrator.report.tables.base import Table", "query imports tables"),
+        ("notes/fairness.py", "    from orchestrator.report.tables import results", "notes imports tables"),
+        (
+            "tables/modes.py",
+            "from orchestrator.report.postmortem import crashes",
+            "tables imports postmortem",
+        ),
+        ("tables/base.py", "    from orchestrator.report.html import plots", "tables imports html"),
+        ("html/page.py", "from orchestrator.report import dispatch", "html imports dispatch"),
+        ("postmortem/inspect.py", "from orchestrator.report.reports import x", "no such group"),
+        ("stray.py", "", "outside every group"),
+    ],
+)
+def test_a_forbidden_import_between_report_groups_is_caught(tmp_path, module, line, says):
+    root = _copy(tmp_path)
+    path = root / "orchestrator" / "report" / module
+    text = path.read_text() if path.exists() else ""
+    if line.startswith("    "):  # inside a function, where a lazy import hides
+        text += f"\n\ndef _added():\n{line}\n"
+    elif line:
+        text = f"{line}\n{text}"
+    path.write_text(text)
+    found = [v for v in report_violations(root) if v.startswith(f"orchestrator/report/{module}:")]
     assert len(found) == 1 and says in found[0], found
 
 

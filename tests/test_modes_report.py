@@ -525,7 +525,7 @@ def test_kernel_groups_name_the_mode_only_where_one_framework_ran_several():
     six-framework kernels table keeps one plain column per framework. A framework that ran two
     modes gets them named, and its runs are never pooled."""
     from orchestrator.config.run_config import RunConfig
-    from orchestrator.report.kernels import _labels
+    from orchestrator.report.tables.kernels import _labels
 
     def run(id_: int, framework: str, mode: str) -> dict[str, object]:
         config = RunConfig(framework=framework, trace="kernels").to_dict()

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.main import cli as bench_cli
-from orchestrator.report.compare import MIN_EPOCHS, NO_VERDICT, verdict
+from orchestrator.report.tables.compare import MIN_EPOCHS, NO_VERDICT, verdict
 from orchestrator.text.formats import number
 from tests import dbs, machine_lock
 from tests.conftest import BACKENDS, new_database
@@ -126,7 +126,7 @@ def test_comparison_cells_time_outcome_and_not_run(db):
     images = ok["steps_per_epoch"] * ok["batch_size"]
     assert "small_cnn CPU ms/image" in header
     # after the range, the samples marks where there are any (~ wide, ? few: orchestrator/config/samples.py),
-    # then !? where the epochs were too short to judge quiet (orchestrator/report/select.py)
+    # then !? where the epochs were too short to judge quiet (orchestrator/report/query/select.py)
     ms = number(ok["median_epoch_seconds"] / images * 1000)
     assert re.search(re.escape(expected) + r"( [~?]+)?( !\??)?  " + re.escape(ms) + " ", small), small
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from orchestrator.config.run_config import RunConfig
-from orchestrator.report.figures import label_keys
-from orchestrator.report.select import varying
+from orchestrator.report.html.figures import label_keys
+from orchestrator.report.query.select import varying
 
 CONFIGS = [
     RunConfig(framework="pytorch", batch_size=8, seed=2, lr=0.1),

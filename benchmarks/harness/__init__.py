@@ -2,7 +2,8 @@
 overhead against a bare hand-written loop (overhead, overhead_paired, overhead_pytorch), the
 sidecar sampler (sampler_overhead), kernel tracing (tracing_overhead), the Ray executor
 (ray_overhead), writing a run's record (db_write_cost), the framework probe (probe_cost), reports
-and the ETA on a big database (make_big_db, report_speed, eta_cost), calibration's noise
+and the ETA on a big database (make_big_db, report_speed, eta_cost), the reports' output before
+and after a change (report_snapshot), calibration's noise
 (calibration_noise), the disturbance detector (disturbance) and how much timing a run needs
 (autorange). README.md says what each prints and how to run it.
 """

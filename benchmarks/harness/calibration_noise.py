@@ -2,7 +2,7 @@
 
 bench's reports call two calibrations (profiler/calibration.py) of the same speed when their
 speed, the geometric mean of the three figures' ratios, lies within TOLERANCE (35 %)
-(orchestrator/report/calibration.py). This takes
+(orchestrator/report/notes/calibration.py). This takes
 N calibrations back to back, the way `bench run` takes them (orchestrator.launch.calibration.take:
 its own process, one thread), and prints for each figure the median, the range, and the largest
 ratio between any two of them: the noise the tolerance has to stand above. Then, with
@@ -52,7 +52,7 @@ def summary(name: str, taken: list[dict[str, float]]) -> None:
             f"  largest apart {apart * 100:5.1f} %"
         )
     # The reports' verdict reads the speed: the geometric mean of the three figures' ratios, here to
-    # each figure's median over the series (orchestrator/report/calibration.py).
+    # each figure's median over the series (orchestrator/report/notes/calibration.py).
     medians = {k: statistics.median(t[k] for t in taken) for k in calibration.FIGURES}
     speeds = [
         math.prod(t[k] / medians[k] for k in calibration.FIGURES) ** (1 / len(calibration.FIGURES))

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from orchestrator.cli.options import IdType, db_option, echo
 from orchestrator.errors import BenchError
 from orchestrator.launch import calibration as take_calibration
-from orchestrator.report import calibration as verdicts
+from orchestrator.report.notes import calibration as verdicts
 from orchestrator.storage.db import Database, normalise_url, sqlite_path
 from profiler.disturbance import OTHER_LIMIT
 

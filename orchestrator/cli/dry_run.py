@@ -12,7 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from orchestrator.config.run_config import FIELD_NAMES, RunConfig
-from orchestrator.report.select import varying
+from orchestrator.report.query.select import varying
 from orchestrator.text.formats import Column, render
 
 FINISHED = "finished, skipped by --resume"

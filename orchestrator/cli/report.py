@@ -12,10 +12,11 @@ from orchestrator.cli.options import (
     db_option,
     echo,
 )
-from orchestrator.report import dispatch, results
+from orchestrator.report import dispatch
+from orchestrator.report.postmortem import inspect as postmortem
 
 # The module as timeline_report: `timeline` is the command below.
-from orchestrator.report import timeline as timeline_report
+from orchestrator.report.tables import timeline as timeline_report
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import FORMATS
 
@@ -179,12 +180,12 @@ def inspect(run_id: int, fmt: str, plot_path: str | None, db_url: str) -> None:
     """
     db = Database(db_url, create=False)
     if plot_path is not None:
-        from orchestrator.report import figures_runs  # matplotlib: imported only for a plot
+        from orchestrator.report.html import figures_runs  # matplotlib: imported only for a plot
 
         figures_runs.plot_run(db, run_id, Path(plot_path))
         echo(f"timeline of run {run_id}: {plot_path}", err=True)
-    data = results.load_run(db, run_id)
-    echo(json.dumps(data, indent=2, default=str) if fmt == "json" else results.inspect_text(data))
+    data = postmortem.load_run(db, run_id)
+    echo(json.dumps(data, indent=2, default=str) if fmt == "json" else postmortem.inspect_text(data))
 
 
 @click.command()

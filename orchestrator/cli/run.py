@@ -21,7 +21,7 @@ from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import RunConfig
 from orchestrator.errors import ConfigError
 from orchestrator.launch.outcomes import OUTCOMES
-from orchestrator.report import results
+from orchestrator.report.postmortem import inspect as postmortem
 from orchestrator.storage.db import Database
 from orchestrator.sweep.run import SweepResult
 from orchestrator.sweep.session import Plan, earlier_sweep, run_sweep
@@ -201,7 +201,7 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
       bench rerun 12
     """
     db = Database(db_url, create=False, writing=True)
-    old = results.load_run(db, run_id)["run"]
+    old = postmortem.load_run(db, run_id)["run"]
     # The row is outside input: checked as strictly as a matrix, and before anything is recorded.
     config = config_from_stored(old["config_json"], f"{db.where}: run {run_id}: config_json")
     data_files = prepare_data([config])

@@ -110,11 +110,12 @@ def _check(config: RunConfig) -> None:
 
 
 def _summary(db: Database, run_id: int) -> str:
-    from orchestrator.report import results
+    from orchestrator.report.postmortem import crashes
+    from orchestrator.report.postmortem import inspect as postmortem
 
-    data = results.load_run(db, run_id)
+    data = postmortem.load_run(db, run_id)
     run = data["run"]
-    why = f": {safe_line(results.why(run))}" if run["outcome"] != "ok" else ""
+    why = f": {safe_line(crashes.why(run))}" if run["outcome"] != "ok" else ""
     lines = [f"run {run_id}: {run['outcome']}{why}"]
     for e in data["epochs"]:
         repeat = f" (repeat {e['repeat']})" if run["repeats"] > 1 else ""
@@ -145,7 +146,7 @@ def _summary(db: Database, run_id: int) -> str:
             f"threads {run['threads_steady'] or '—'} steady ({run['threads_max']} max), "
             f"peak RSS {format_size(run['rss_peak_bytes'])}"
         )
-    lines += [line.strip() for line in results.execution_lines(run)[2:] if "time to target" in line]
+    lines += [line.strip() for line in postmortem.execution_lines(run)[2:] if "time to target" in line]
     lines.append(f"details: bench inspect {run_id}")
     return "\n".join(lines)
 

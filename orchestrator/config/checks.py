@@ -171,7 +171,7 @@ def _batch_problem(config: RunConfig) -> Problem | None:
     )
 
 
-# The defaults of min_time (seconds) and min_steps: chosen from benchmarks/autorange.py's figures
+# The defaults of min_time (seconds) and min_steps: chosen from benchmarks/harness/autorange.py's figures
 # (docs/performance.md). The fault worker measures nothing, so it is held to neither.
 DEFAULT_MIN_TIME = 2.0
 DEFAULT_MIN_STEPS = 20

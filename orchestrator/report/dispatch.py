@@ -16,13 +16,18 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from orchestrator.errors import ConfigError
-from orchestrator.report import calibration, kernels, resources, results
-from orchestrator.report.compare import compare as compare_sweeps
-from orchestrator.report.modes import modes
-from orchestrator.report.scaling import scaling
-from orchestrator.report.select import ALL, Selection, parse_sweeps, parse_where, selection
-from orchestrator.report.tables import Table, accuracy, comparison, render_table
-from orchestrator.report.throughput import batch, inference
+from orchestrator.report.notes import calibration
+from orchestrator.report.postmortem.crashes import crashes
+from orchestrator.report.query.select import ALL, Selection, parse_sweeps, parse_where, selection
+from orchestrator.report.tables import kernels, resources, results
+from orchestrator.report.tables.accuracy import accuracy
+from orchestrator.report.tables.base import Table, render_table
+from orchestrator.report.tables.batch import batch
+from orchestrator.report.tables.compare import compare as compare_sweeps
+from orchestrator.report.tables.comparison import comparison
+from orchestrator.report.tables.inference import inference
+from orchestrator.report.tables.modes import modes
+from orchestrator.report.tables.scaling import scaling
 from orchestrator.storage.db import Database
 
 TABLES = ("results", "comparison", "batch", "inference", "accuracy", "modes", "scaling", "resources")
@@ -79,7 +84,11 @@ class Report:
 
 
 def _results(db: Database, o: Options, sweep_id: int | None) -> str:
-    return results.results(db, sweep_id, o.fmt, o.crashes, parse_where(o.where))
+    return results.results(db, sweep_id, o.fmt, parse_where(o.where))
+
+
+def _crashes(db: Database, o: Options, sweep_id: int | None) -> str:
+    return crashes(db, sweep_id, o.fmt, parse_where(o.where))
 
 
 def _resources(db: Database, o: Options, sweep_id: int | None) -> str:
@@ -87,7 +96,7 @@ def _resources(db: Database, o: Options, sweep_id: int | None) -> str:
 
 
 def _calibrated(db: Database, table: Table) -> Table:
-    """The table with the notes on its sweeps' calibrations (report/calibration.py)."""
+    """The table with the notes on its sweeps' calibrations (notes/calibration.py)."""
     table.notes += calibration.notes(db, [s["id"] for s in table.sweeps])
     return table
 
@@ -107,10 +116,10 @@ def _kernels(db: Database, o: Options, _: int | None) -> str:
 
 
 def _html(db: Database, o: Options, _: int | None) -> str:
-    from orchestrator.report import html  # matplotlib: imported only when a page is wanted
+    from orchestrator.report.html import page  # matplotlib: imported only when a page is wanted
 
     assert o.html_dir is not None  # CLASHES refuse --timeline-config without it
-    return str(html.write(db, selection(db, o.sweeps, o.where), Path(o.html_dir), o.timeline_config))
+    return str(page.write(db, selection(db, o.sweeps, o.where), Path(o.html_dir), o.timeline_config))
 
 
 def _takes(*names: str) -> frozenset[str]:
@@ -124,7 +133,7 @@ REPORTS: dict[str, Report] = {
     "compare": Report(frozenset(("compare", "where", "fmt")), _compare),
     "resources": Report(_takes("resources", "table", "group_by", "fmt"), _resources, "--resources"),
     **{name: Report(_takes("table", "fmt"), _research_table) for name in BUILDERS},
-    "crashes": Report(_takes("crashes", "fmt"), _results, "--crashes"),
+    "crashes": Report(_takes("crashes", "fmt"), _crashes, "--crashes"),
     "results": Report(_takes("fmt"), _results, "the results table"),
 }
 

@@ -30,7 +30,7 @@ from orchestrator.config.run_config import (
 )
 from orchestrator.config.values import cut
 from orchestrator.errors import BenchError, ConfigError
-from orchestrator.report import execution
+from orchestrator.report.query import execution
 from orchestrator.storage.db import Database
 from orchestrator.storage.setting_columns import run_column, run_columns, setting_column
 from profiler.disturbance import MIN_SAMPLES

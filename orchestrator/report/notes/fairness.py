@@ -5,7 +5,7 @@ A note is a rule: which framework, model and setting it explains, and the sectio
 docs/fairness.md that holds the explanation (linked, not copied). Setting notes are decided from
 what the configuration's last run recorded (its `environments` row: the threads the framework
 applied, its `settings`, the cores it saw), so a note follows the run, not the framework's name.
-A note's figures are computed from the cells it annotates (report/tables.py prints them above it),
+A note's figures are computed from the cells it annotates (tables/comparison.py prints them above it),
 never written in the code; a cell more than UNEXPLAINED_ABOVE times the fastest framework's time
 at the same settings that no note explains is marked unexplained.
 """
@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from orchestrator.config.run_config import RECURRENT_MODELS
 from orchestrator.config.values import cpu_set
 from orchestrator.storage.db import Database
+from workers import frameworks
 from workers.models import CHANNELS_LAST_MIN_SIZE
 
 DOC = "docs/fairness.md"
@@ -87,14 +88,9 @@ def _cores(summary: dict[str, Any], fact: dict[str, Any]) -> int | None:
     return count if isinstance(count, int) and count > 0 else None
 
 
-# The compute pools each framework reports in threads_applied: (key, what the pool runs).
-POOLS: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "pytorch": (("intra_op", "intra-op thread", ""),),
-    "tensorflow": (("intra_op_effective", "intra-op thread", ""),),
-    "mxnet": (("intra_op", "OpenMP thread", ""),),
-    "paddle": (("intra_op", "thread", ""),),
-    "singa": (("openmp", "OpenMP thread", ""), ("openblas", "OpenBLAS thread", " (its dense layers)")),
-}
+# The compute pools each framework reports in threads_applied: (key, what the pool runs), from the
+# one registry of what bench knows of each framework.
+POOLS: dict[str, tuple[frameworks.Pool, ...]] = {f.name: f.pools for f in frameworks.FRAMEWORKS if f.pools}
 
 
 def _threads(summary: dict[str, Any], fact: dict[str, Any]) -> Note | None:
@@ -142,10 +138,9 @@ def _pytorch_nchw(summary: dict[str, Any], fact: dict[str, Any]) -> Note | None:
 
 @dataclass(frozen=True)
 class Gap:
-    """A gap between frameworks measured and explained in docs/fairness.md: this framework, on the
-    CPU, training these models at image sizes from min_image_size to max_image_size, was slow for
-    this cause (the section gives the traces and figures). The figure a note prints is the cell's
-    own, computed by the report; the code keeps none."""
+    """A gap between frameworks measured and explained in docs/fairness.md (workers/frameworks.py's
+    Gap, with the framework it is of): this framework, on the CPU, training these models at image
+    sizes from min_image_size to max_image_size, was slow for this cause."""
 
     key: str
     framework: str
@@ -156,78 +151,10 @@ class Gap:
     max_image_size: int = 1 << 30
 
 
-# The gaps whose causes were found in operator traces (`trace: kernels`) on a 2-vCPU machine at
-# threads 2 (docs/fairness.md, "Gaps between frameworks"); applied only where they were measured.
-GAPS: tuple[Gap, ...] = (
-    Gap(
-        "paddle-cpu-convolution",
-        "paddle",
-        ("resnet50", "vgg16"),
-        224,
-        "Paddle's own CPU convolution kernels (most of its operator time; its own zoo model is as slow)",
-        "Paddle",
-    ),
-    Gap(
-        "singa-cpu-operators",
-        "singa",
-        ("resnet50", "vgg16"),
-        224,
-        "Singa's own CPU kernels for ReLU, addition and batch norm, and slower convolutions",
-        "Singa",
-    ),
-    Gap(
-        "jax-xla-cpu-convolution",
-        "jax",
-        ("resnet50", "vgg16"),
-        224,
-        "XLA's CPU convolutions, and layout transposes around them",
-        "JAX",
-    ),
-    # Issue 22: the seeds' other two models at 224 px (traced on a loaded machine: shares only).
-    Gap(
-        "mxnet-cpu-relu6-batchnorm",
-        "mxnet",
-        ("mobilenet_v2",),
-        224,
-        "MXNet's own elementwise clip (its ReLU6, as in Gluon's own model) and batch-norm kernels; "
-        "its convolutions are faster than PyTorch's",
-        "MXNet's MobileNetV2",
-    ),
-    Gap(
-        "singa-cpu-alexnet",
-        "singa",
-        ("alexnet",),
-        224,
-        "Singa's own convolutions, its dense layers' GEMM on one OpenBLAS thread, and its SGD "
-        "update in separate elementwise passes over every parameter",
-        "Singa's AlexNet",
-    ),
-    Gap(
-        "jax-xla-cpu-convolution",
-        "jax",
-        ("alexnet",),
-        224,
-        "XLA's CPU convolutions",
-        "JAX's AlexNet",
-    ),
-    Gap(
-        "paddle-cpu-convolution",
-        "paddle",
-        ("resnet50",),
-        1,
-        "Paddle's own CPU convolution kernels (its own zoo ResNet50 is as slow)",
-        "The quick matrix's spread",
-        max_image_size=63,
-    ),
-    Gap(
-        "singa-cpu-operators",
-        "singa",
-        ("resnet50",),
-        1,
-        "the elementwise multiplications of Singa's SGD update, and slower convolutions",
-        "The quick matrix's spread",
-        max_image_size=63,
-    ),
+# Each framework's measured gaps, read from the registry; a framework's own are in the order it
+# lists them (the first that applies is the note).
+GAPS: tuple[Gap, ...] = tuple(
+    Gap(framework=f.name, **gap._asdict()) for f in frameworks.FRAMEWORKS for gap in f.gaps
 )
 
 

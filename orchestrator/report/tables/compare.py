@@ -13,8 +13,8 @@ from typing import Any
 
 from orchestrator.config import samples
 from orchestrator.config.run_config import FIELD_NAMES
-from orchestrator.report.execution import modes_note
-from orchestrator.report.select import (
+from orchestrator.report.query.execution import modes_note
+from orchestrator.report.query.select import (
     Selection,
     disturbed_mark,
     machine_labels,
@@ -23,7 +23,14 @@ from orchestrator.report.select import (
     summaries,
     varying,
 )
-from orchestrator.report.tables import LABELS, Table, key_columns, label_execution, throughput, with_range
+from orchestrator.report.tables.base import (
+    LABELS,
+    Table,
+    key_columns,
+    label_execution,
+    throughput,
+    with_range,
+)
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, mib, number
 

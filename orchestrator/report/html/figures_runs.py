@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from orchestrator.errors import BenchError
-from orchestrator.report import plots, timeline
-from orchestrator.report.figures import (
+from orchestrator.report.html import plots
+from orchestrator.report.html.figures import (
     Plot,
     Row,
     Section,
@@ -20,7 +20,8 @@ from orchestrator.report.figures import (
     label_keys,
     slug,
 )
-from orchestrator.report.results import model_label
+from orchestrator.report.query.sweeps import model_label
+from orchestrator.report.tables import timeline
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import number
 

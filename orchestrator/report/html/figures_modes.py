@@ -1,6 +1,6 @@
 """The HTML report's figure of execution modes and precision (issue 24): step time by framework ×
 mode × precision, one picture per model and device (and machine), drawn from `bench report --table
-modes`'s cells (report/modes.py), so a bar is exactly a cell of that table: never a pool of runs of
+modes`'s cells (tables/modes.py), so a bar is exactly a cell of that table: never a pool of runs of
 different modes or precisions. Only where the selection has more than one mode or precision: the
 page has no such section otherwise.
 """
@@ -13,10 +13,10 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from orchestrator.report import plots
-from orchestrator.report.figures import Plot, Section, by_key, slug
-from orchestrator.report.modes import modes
-from orchestrator.report.select import Selection
+from orchestrator.report.html import plots
+from orchestrator.report.html.figures import Plot, Section, by_key, slug
+from orchestrator.report.query.select import Selection
+from orchestrator.report.tables.modes import modes
 from orchestrator.storage.db import Database
 
 Row = dict[str, Any]

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from orchestrator.report.fairness import json_object
+from orchestrator.report.notes.fairness import json_object
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import mib
 from orchestrator.text.terminal import safe_line

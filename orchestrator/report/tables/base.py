@@ -1,4 +1,5 @@
-"""`bench report --table NAME`: the research's tables, each built as plain rows and columns.
+"""What every table of `bench report --table NAME` shares: the Table, its rendering, the rows read
+back with their labels, the columns of the settings that tell rows apart, and the cells.
 
 Every builder returns a `Table`: display `rows` and `columns` (tables.Column, for the terminal,
 markdown or HTML) and tidy `records` (one measurement per row, raw numbers, for CSV, JSON and
@@ -12,34 +13,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
-
 from orchestrator.config import samples
 from orchestrator.config.run_config import FAULT_FIELDS
-from orchestrator.report import execution, fairness, footnotes
-from orchestrator.report.results import sweep_heading, token_unit_notes
-from orchestrator.report.select import (
-    DISTURBANCE_KEYS,
-    GROUP_KEYS,
+from orchestrator.config.values import cut
+from orchestrator.report.notes.units import token_unit_notes
+from orchestrator.report.query import execution
+from orchestrator.report.query.select import (
     Selection,
     disturbed_mark,
     disturbed_note,
-    latest_ids,
     machine_labels,
     machine_note,
     node_machine_label,
-    run_machine,
-    sort_key,
-    spread,
     summaries,
     varying,
 )
+from orchestrator.report.query.sweeps import sweep_heading
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number, render
 from workers import models
-
-DEVICE_NAMES = {"cpu": "CPU", "cuda": "GPU"}
-ACCURACY_STEP = 5  # the research reads validation accuracy at epochs 5, 10, ...
 
 
 @dataclass
@@ -185,11 +177,6 @@ def token_columns(rows: Sequence[dict[str, Any]]) -> list[Column]:
     ]
 
 
-def fraction(value: float) -> str:
-    """Accuracy as the results table shows it: three decimals."""
-    return f"{value:.3f}"
-
-
 def load(
     sel: Selection, db: Database, task: str | None = "train"
 ) -> tuple[list[dict[str, Any]], dict[str, str], list[str]]:
@@ -258,171 +245,41 @@ def record_of(row: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     return {k: row.get(k) for k in keys}
 
 
-# --- the research's comparison: framework rows, model × device columns --------------------------
+# --- cells ---------------------------------------------------------------------------------------
+
+REASON_LIMIT = 100  # characters of a failed cell's reason in the table; CSV and JSON keep it whole
 
 
-def _epoch_cell(s: dict[str, Any] | None) -> str:
-    """Median epoch seconds (min–max); the outcome where no run ended ok; — where nothing ran."""
-    if s is None:
+def outcome_text(r: dict[str, Any]) -> str:
+    """A cell's outcome: ok (and how many runs failed beside), else the outcome and its reason, cut."""
+    if r.get("ok_runs"):
+        failed = r.get("failed") or []
+        return f"ok (+{len(failed)} {'/'.join(sorted(set(failed)))})" if failed else "ok"
+    reason = r.get("reason")
+    return f"{r['outcome']}: {cut(str(reason), REASON_LIMIT)}" if reason else str(r["outcome"])
+
+
+def measured_cell(r: dict[str, Any], key: str) -> str:
+    """`key`'s median (min–max) where a run ended ok, with the samples and disturbance marks; — else.
+    `key` names the three: `step_ms` reads step_ms_median, step_ms_min and step_ms_max."""
+    if not r.get("ok_runs"):
         return "—"
-    if not s["ok_runs"]:
-        return s["outcome"]
-    text = with_range(s["epoch_seconds_median"], s["epoch_seconds_min"], s["epoch_seconds_max"])
-    text += f" {s['samples_mark']}" if s.get("samples_mark") else ""
-    text += disturbed_mark(s)
-    if s["failed"]:
-        text += f" (+{len(s['failed'])} {'/'.join(sorted(set(s['failed'])))})"
-    return text + s.get("footnotes", "")
+    text = with_range(r[f"{key}_median"], r[f"{key}_min"], r[f"{key}_max"])
+    text += f" {r['samples_mark']}" if r.get("samples_mark") else ""
+    return text + disturbed_mark(r)
 
 
-def _device(device: str) -> str:
-    return DEVICE_NAMES.get(device, device)
+def against_baseline(r: dict[str, Any], value: float | None, text: Callable[[float], str]) -> str:
+    """A figure over the row's baseline (r["baseline"]): "baseline" on the baseline's own row. A
+    disturbed side makes the ratio untrustworthy too: marked as the figures it comes from are."""
+    if value is None:
+        return "—"
+    if r["baseline"] is r:
+        return "baseline"
+    return text(value) + (disturbed_mark(r) or disturbed_mark(r["baseline"]))
 
 
-def comparison(db: Database, sel: Selection) -> Table:
-    """Rows: framework × dataset size (and any other field that varies); columns: model × device."""
-    rows, machines, notes = load(sel, db)
-    title = (
-        "median seconds per epoch (min–max over timed epochs) and milliseconds per image trained, both "
-        "from the median time per image; — not run; else the outcome"
-    )
-    table = new_table("comparison", title, sel, machines, notes)
-    keys = keys_of(rows, ("framework", "dataset_size"), ("model", "device"))
-    rows.sort(key=lambda r: sort_key(r, sorting([*keys, "model", "device"])))
-    pivot: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in rows:
-        throughput(r)
-        line = pivot.setdefault(tuple(r[k] for k in keys), {**record_of(r, keys), "cells": {}})
-        cell = f"{r['model']} {_device(r['device'])}"
-        line["cells"][cell] = r
-        line[cell] = r["epoch_seconds_median"] if r["ok_runs"] else r["outcome"]
-        line["disturbed"] = line.get("disturbed") or r["disturbed"]  # the HTML marks the row
-    table.rows = list(pivot.values())
-    _footnote(db, rows, table)
-    table.notes += execution.modes_note(rows)
-    models_devices = sorted({(r["model"], r["device"]) for r in rows}, key=_model_device_order)
-    table.columns = key_columns(keys) + [
-        column(f"{m} {_device(d)}") for m, d in models_devices for column in (_epoch_column, _ms_column)
-    ]
-    table.record_keys = [*keys, "model", "device", *SUMMARY_KEYS, "fairness_notes"]
-    table.records = [record_of(r, table.record_keys) for r in rows]
-    table.notes += samples.mark_notes(rows)
-    return table
-
-
-def _footnote(db: Database, rows: list[dict[str, Any]], table: Table) -> None:
-    """Mark each cell that a note explains, or that is far from the fastest with no note, and
-    number the notes under the table, with the cells' figures (orchestrator.report.footnotes); records
-    name theirs in fairness_notes."""
-    facts = fairness.facts(db, (r["last_run"] for r in rows if r["ok_runs"]))
-    table.notes.extend(footnotes.annotate(rows, facts, lambda r: f"{r['model']} {_device(r['device'])}"))
-
-
-# The raw numbers of a configuration's summary, as named in CSV and JSON (units in the names).
-SUMMARY_KEYS = [
-    "ran_mode",
-    "ran_precision",
-    "outcome",
-    "runs",
-    "ok_runs",
-    "epoch_seconds_median",
-    "epoch_seconds_min",
-    "epoch_seconds_max",
-    "seconds_per_image_median",
-    "seconds_per_image_min",
-    "seconds_per_image_max",
-    "images_per_second_median",
-    "images_per_second_min",
-    "images_per_second_max",
-    *samples.SAMPLE_KEYS,
-    *DISTURBANCE_KEYS,
-    "config_hash",
-]
-
-
-def _model_device_order(cell: tuple[str, str]) -> tuple[Any, ...]:
-    return sort_key({"model": cell[0], "device": cell[1]}, ("model", "device"))
-
-
-def _ms_column(cell: str) -> Column:
-    def text(row: dict[str, Any]) -> str:
-        s = row["cells"].get(cell)
-        spi = s and s["seconds_per_image_median"]
-        return number(spi * 1000) if spi else "—"
-
-    return Column(f"{cell} ms/image", f"{cell} ms/image", text)
-
-
-def _epoch_column(cell: str) -> Column:
-    return Column(f"{cell} epoch s", cell, lambda row: _epoch_cell(row["cells"].get(cell)))
-
-
-# --- validation accuracy against optimizer and learning rate -----------------------------------
-
-
-def accuracy_epochs(last: int, step: int = ACCURACY_STEP) -> list[int]:
-    """Epochs 5, 10, … and the last one; every epoch when there are fewer than `step`."""
-    step = step if last >= step else 1
-    return [e for e in range(1, last + 1) if e % step == 0 or e == last]
-
-
-def accuracy(db: Database, sel: Selection) -> Table:
-    """One row per configuration; a column per epoch read, median over repeats and runs (min–max)."""
-    rows, machines, notes = load(sel, db)
-    title = "validation accuracy (fraction 0–1) after the epoch: median over repeats and runs (min–max)"
-    table = new_table("accuracy", title, sel, machines, notes)
-    keys = keys_of(rows, ("framework", "optimizer", "lr"), ())
-    rows.sort(key=lambda r: sort_key(r, sorting(keys)))
-    epochs = accuracy_epochs(max((r["epochs"] for r in rows), default=0))
-    values = _accuracies(db, sel, epochs)
-    for r in rows:
-        found = values.get((r["fingerprint"], r["config_hash"], r["ran_mode"], r["ran_precision"]), {})
-        r["accuracy"] = {e: (*spread(found.get(e, ())), len(found.get(e, ()))) for e in epochs}
-        for e in epochs:
-            r[f"val_accuracy_epoch_{e}"] = r["accuracy"][e][0]
-    table.rows = rows
-    table.columns = [*key_columns(keys), Column("outcome", "outcome", lambda r: r["outcome"])]
-    table.columns += [_accuracy_column(e) for e in epochs]
-    table.record_keys = [*keys, "epoch", "outcome", *ACCURACY_KEYS, "config_hash"]
-    # One record per configuration and epoch it trained for (an epoch past its last is not a value).
-    table.records = [
-        {**record_of(r, keys), "epoch": e, "outcome": r["outcome"], "config_hash": r["config_hash"]}
-        | dict(zip(ACCURACY_KEYS, r["accuracy"][e], strict=True))
-        for r in rows
-        for e in epochs
-        if e <= r["epochs"]
-    ]
-    return table
-
-
-ACCURACY_KEYS = ["val_accuracy_median", "val_accuracy_min", "val_accuracy_max", "values"]
-
-
-def _accuracy_column(epoch: int) -> Column:
-    def cell(r: dict[str, Any]) -> str:
-        median, low, high, _ = r["accuracy"][epoch]
-        return with_range(median, low, high, text=fraction)
-
-    return Column(f"epoch {epoch} val acc", f"val_accuracy_epoch_{epoch}", cell)
-
-
-def _accuracies(
-    db: Database, sel: Selection, epochs: list[int]
-) -> dict[tuple[str, str, str, str], dict[int, list[float]]]:
-    """Validation accuracy of ok runs at the epochs asked for, every repeat, by machine, config and
-    what ran (the summaries' groups: select.GROUP_KEYS)."""
-    e, r, s = db.epochs, db.runs, db.sweeps
-    ran = (execution.ran_mode(db).label("ran_mode"), execution.ran_precision(db).label("ran_precision"))
-    query = (
-        sa.select(run_machine(db).label("machine"), r.c.config_hash, *ran, e.c.epoch, e.c.val_accuracy)
-        .join(r, r.c.id == e.c.run_id)
-        .join(s, s.c.id == r.c.sweep_id)
-        .where(r.c.id.in_(latest_ids(db, sel)), r.c.outcome == "ok", e.c.epoch.in_(epochs))
-        .where(e.c.val_accuracy.is_not(None), sa.or_(e.c.extra.is_(None), e.c.extra == 0))
-    )
-    found: dict[tuple[str, str, str, str], dict[int, list[float]]] = {}
-    for row in db.rows(query):
-        found.setdefault(tuple(row[k] for k in GROUP_KEYS), {}).setdefault(row["epoch"], []).append(
-            row["val_accuracy"]
-        )
-    return found
+def ips_cell(r: dict[str, Any]) -> str:
+    """images/s, median (min–max), marked where disturbed (the batch and inference tables)."""
+    ips = with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])
+    return ips + disturbed_mark(r) if r["images_per_second_median"] is not None else ips

@@ -16,8 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from orchestrator.config.run_config import FIELD_NAMES
-from orchestrator.report import execution
-from orchestrator.report.select import (
+from orchestrator.report.query import execution
+from orchestrator.report.query.select import (
     Selection,
     latest_ids,
     machine_labels,

@@ -15,9 +15,10 @@ import sqlalchemy as sa
 
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.errors import ConfigError
-from orchestrator.report import device_memory, execution
-from orchestrator.report.results import model_label, pick_sweep, sweep_heading
-from orchestrator.report.select import Selection, disturbed_mark, disturbed_note, latest_runs
+from orchestrator.report.notes import device_memory
+from orchestrator.report.query import execution
+from orchestrator.report.query.select import Selection, disturbed_mark, disturbed_note, latest_runs
+from orchestrator.report.query.sweeps import model_label, pick_sweep, sweep_heading
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, mib_column, number, render
 from profiler import energy
@@ -155,7 +156,7 @@ def resources(
         r["rss_peak_phase"] = peaks.get(r["id"])
         r["gpu_framework_peak_bytes"] = own.get(r["id"])
     # Runs that ran different modes or precisions never share a comparison's cell, whatever
-    # --group-by says: those join every group key where they vary (report/execution.py).
+    # --group-by says: those join every group key where they vary (report/query/execution.py).
     keys = (*keys, *(k for k in RAN if k not in keys and len({_value(r, k) for r in rows}) > 1))
     comparisons = {"threads": compare_threads(rows, keys), "batch": compare_batch(rows, keys)}
     wanted = [c.key for c in RESOURCE_COLUMNS] + list(EXTRA_KEYS)

@@ -1,7 +1,7 @@
 """The HTML report's figure of data-parallel scaling (issue 26): images/s and scaling efficiency
 against the number of replicas, one line per framework (and whatever else varies), one picture per
 model, device and per-replica batch, drawn from `bench report --table scaling`'s cells
-(report/scaling.py), so a point is exactly a cell of that table. Only where the selection ran more
+(tables/scaling.py), so a point is exactly a cell of that table. Only where the selection ran more
 than one replica count: the page has no such section otherwise.
 """
 
@@ -12,10 +12,10 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from orchestrator.report import plots
-from orchestrator.report.figures import Plot, Section, by_key, series_data, slug
-from orchestrator.report.scaling import scaling
-from orchestrator.report.select import Selection
+from orchestrator.report.html import plots
+from orchestrator.report.html.figures import Plot, Section, by_key, series_data, slug
+from orchestrator.report.query.select import Selection
+from orchestrator.report.tables.scaling import scaling
 from orchestrator.storage.db import Database
 
 Row = dict[str, Any]

@@ -16,20 +16,21 @@ from typing import Any
 
 from orchestrator.config import samples
 from orchestrator.config.run_config import FIELD_NAMES
-from orchestrator.config.values import cut
-from orchestrator.report import execution
-from orchestrator.report.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
-from orchestrator.report.tables import (
+from orchestrator.report.query import execution
+from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, sort_key
+from orchestrator.report.tables.base import (
     Table,
+    against_baseline,
     key_columns,
     keys_of,
     load,
+    measured_cell,
     new_table,
+    outcome_text,
     record_of,
     sample_columns,
     sorting,
     throughput,
-    with_range,
 )
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number
@@ -38,7 +39,6 @@ Row = dict[str, Any]
 # What may differ between a cell and its baseline: the execution settings. Everything else (and the
 # machine, and the framework) is the same.
 EXECUTION_FIELDS = frozenset(("mode", "precision", "compile_mode"))
-REASON_LIMIT = 100  # characters of a failed cell's reason in the table; CSV and JSON keep it whole
 TITLE = (
     "execution modes and precision: ms per step from the median time per image × batch (min–max over "
     "timed epochs); speed-up: this framework's eager fp32 step time over this cell's (above 1 is "
@@ -102,33 +102,6 @@ def _speedups(rows: list[Row]) -> None:
         r["baseline"] = base if ok else None
 
 
-def outcome_text(r: Row) -> str:
-    """A cell's outcome: ok (and how many runs failed beside), else the outcome and its reason, cut."""
-    if r.get("ok_runs"):
-        failed = r.get("failed") or []
-        return f"ok (+{len(failed)} {'/'.join(sorted(set(failed)))})" if failed else "ok"
-    reason = r.get("reason")
-    return f"{r['outcome']}: {cut(str(reason), REASON_LIMIT)}" if reason else str(r["outcome"])
-
-
-def _step_cell(r: Row) -> str:
-    if not r.get("ok_runs"):
-        return "—"
-    text = with_range(r["step_ms_median"], r["step_ms_min"], r["step_ms_max"])
-    text += f" {r['samples_mark']}" if r.get("samples_mark") else ""
-    return text + disturbed_mark(r)
-
-
-def _speedup_cell(r: Row) -> str:
-    value = r.get("speedup_vs_eager_fp32")
-    if value is None:
-        return "—"
-    if r["baseline"] is r:
-        return "baseline"
-    # A disturbed side makes the ratio untrustworthy too: marked as the step time is.
-    return f"×{value:.2f}" + (disturbed_mark(r) or disturbed_mark(r["baseline"]))
-
-
 def _compile_cell(r: Row) -> str:
     return number(r.get("compile_seconds")) + execution.compile_mark(r)
 
@@ -139,9 +112,13 @@ def _seconds(key: str) -> Column:
 
 COLUMNS = [
     Column("outcome", "outcome", outcome_text),
-    Column("ms/step (median, min–max)", "step_ms_median", _step_cell),
+    Column("ms/step (median, min–max)", "step_ms_median", lambda r: measured_cell(r, "step_ms")),
     Column("images/s", "images_per_second_median", lambda r: number(r.get("images_per_second_median"))),
-    Column("speed-up vs eager fp32", "speedup_vs_eager_fp32", _speedup_cell),
+    Column(
+        "speed-up vs eager fp32",
+        "speedup_vs_eager_fp32",
+        lambda r: against_baseline(r, r.get("speedup_vs_eager_fp32"), lambda v: f"×{v:.2f}"),
+    ),
     Column("compile s", "compile_seconds", _compile_cell),
     _seconds("first_step_seconds"),
     Column("time to target", "target_seconds", execution.target_text),

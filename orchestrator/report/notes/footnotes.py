@@ -3,7 +3,7 @@
 Each cell's multiple of the fastest framework's time is computed from the milliseconds per image
 the table prints, among the configurations that differ from it in the framework alone (the same
 model, device, machine and every other setting). The notes that apply to a cell
-(orchestrator.report.fairness: the settings its run recorded, the gaps explained in docs/fairness.md) are
+(notes/fairness.py: the settings its run recorded, the gaps explained in docs/fairness.md) are
 numbered under the table, each followed by the figures of the cells it marks; a cell
 fairness.UNEXPLAINED_ABOVE times the fastest or more that no note explains is marked unexplained.
 So a note can no longer quote a figure the table above it does not show.
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from orchestrator.config.run_config import FIELD_NAMES
-from orchestrator.report import fairness
+from orchestrator.report.notes import fairness
 from orchestrator.text.formats import number
 
 Row = dict[str, Any]

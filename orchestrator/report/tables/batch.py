@@ -1,8 +1,5 @@
-"""`bench report --table batch|inference`: throughput tables, one row per configuration.
-
-`batch`: images/s and ms/image against batch size, and where each group ran out of memory.
-`inference`: the runs of `task: inference`, in seconds per 1,000 images (the feature-extraction
-benchmark's unit; numerically ms/image) and images/s. See docs/reports.md.
+"""`bench report --table batch`: images/s and ms/image against batch size, one row per
+configuration, and where each group ran out of memory. See docs/reports.md.
 """
 
 from __future__ import annotations
@@ -11,10 +8,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.config import samples
-from orchestrator.report.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
-from orchestrator.report.tables import (
+from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
+from orchestrator.report.tables.base import (
     TOKEN_KEYS,
     Table,
+    ips_cell,
     key_columns,
     keys_of,
     load,
@@ -48,7 +46,7 @@ def batch(db: Database, sel: Selection) -> Table:
     table.columns = key_columns(keys) + [
         Column("batch", "batch_size"),
         Column("outcome", "outcome", lambda r: r["outcome"]),
-        Column("images/s (median, min–max)", "images_per_second_median", _ips_cell),
+        Column("images/s (median, min–max)", "images_per_second_median", ips_cell),
         Column("ms/image (median, min–max)", "seconds_per_image_median", _ms_cell),
         Column("images/s vs smallest batch", "speedup_vs_smallest_batch", _speedup_cell),
         *token_columns(rows),
@@ -107,11 +105,6 @@ def _speedups(rows: list[dict[str, Any]], keys: Sequence[str]) -> None:
         r["speedup_vs_smallest_batch"] = ips / base[group] if ips and group in base else None
 
 
-def _ips_cell(r: dict[str, Any]) -> str:
-    ips = with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])
-    return ips + disturbed_mark(r) if r["images_per_second_median"] is not None else ips
-
-
 def _ms_cell(r: dict[str, Any]) -> str:
     spi = ("seconds_per_image_median", "seconds_per_image_min", "seconds_per_image_max")
     median, low, high = (r[k] for k in spi)
@@ -121,64 +114,3 @@ def _ms_cell(r: dict[str, Any]) -> str:
 def _speedup_cell(r: dict[str, Any]) -> str:
     value = r["speedup_vs_smallest_batch"]
     return "—" if value is None else f"×{value:.2f}"
-
-
-# --- inference: seconds per 1,000 images -------------------------------------------------------
-
-
-def inference(db: Database, sel: Selection) -> Table:
-    """One row per inference configuration: s/1000 images and images/s, median (min–max)."""
-    rows, machines, notes = load(sel, db, task="inference")
-    title = (
-        "inference (evaluation mode, no gradients): seconds per 1,000 images (= ms/image) and images/s, "
-        "median over timed epochs (min–max); output: logits, or the pooled features (features: true)"
-    )
-    table = new_table("inference", title, sel, machines, notes)
-    keys = keys_of(rows, ("framework", "model", "features", "device", "threads"), ("batch_size",))
-    rows.sort(key=lambda r: sort_key(r, sorting([*keys, "batch_size"])))
-    for r in rows:
-        throughput(r)
-        r["seconds_per_1000_images_median"] = _per_1000(r["seconds_per_image_median"])
-        r["seconds_per_1000_images_min"] = _per_1000(r["seconds_per_image_min"])
-        r["seconds_per_1000_images_max"] = _per_1000(r["seconds_per_image_max"])
-    table.rows = rows
-    table.columns = key_columns(keys) + [
-        Column("batch", "batch_size"),
-        Column("outcome", "outcome", lambda r: r["outcome"]),
-        Column("s/1000 images (median, min–max)", "seconds_per_1000_images_median", _s1000_cell),
-        Column("images/s (median, min–max)", "images_per_second_median", _ips_cell),
-        *token_columns(rows),
-        Column("runs", "runs"),
-        *sample_columns(),
-    ]
-    table.record_keys = [*keys, "batch_size", *INFERENCE_KEYS, *TOKEN_KEYS]
-    table.records = [record_of(r, table.record_keys) for r in rows]
-    table.notes += samples.mark_notes(rows)
-    return table
-
-
-INFERENCE_KEYS = [
-    "outcome",
-    "runs",
-    "ok_runs",
-    "images_per_epoch",
-    "seconds_per_1000_images_median",
-    "seconds_per_1000_images_min",
-    "seconds_per_1000_images_max",
-    "images_per_second_median",
-    "images_per_second_min",
-    "images_per_second_max",
-    *samples.SAMPLE_KEYS,
-    *DISTURBANCE_KEYS,
-    "config_hash",
-]
-
-
-def _per_1000(seconds_per_image: float | None) -> float | None:
-    return None if seconds_per_image is None else 1000 * seconds_per_image
-
-
-def _s1000_cell(r: dict[str, Any]) -> str:
-    keys = ("seconds_per_1000_images_median", "seconds_per_1000_images_min", "seconds_per_1000_images_max")
-    median, low, high = (r[k] for k in keys)
-    return with_range(median, low, high) + (disturbed_mark(r) if median is not None else "")

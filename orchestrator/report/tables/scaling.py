@@ -18,19 +18,20 @@ import sqlalchemy as sa
 
 from orchestrator.config import samples
 from orchestrator.config.run_config import FIELD_NAMES
-from orchestrator.report.modes import outcome_text
-from orchestrator.report.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
-from orchestrator.report.tables import (
+from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, sort_key
+from orchestrator.report.tables.base import (
     Table,
+    against_baseline,
     key_columns,
     keys_of,
     load,
+    measured_cell,
     new_table,
+    outcome_text,
     record_of,
     sample_columns,
     sorting,
     throughput,
-    with_range,
 )
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number
@@ -115,23 +116,6 @@ def _communication_shares(db: Database, run_ids: list[int]) -> dict[int, float]:
     return found
 
 
-def _images_cell(r: Row) -> str:
-    if not r.get("ok_runs"):
-        return "—"
-    text = with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])
-    text += f" {r['samples_mark']}" if r.get("samples_mark") else ""
-    return text + disturbed_mark(r)
-
-
-def _efficiency_cell(r: Row) -> str:
-    value = r.get("scaling_efficiency")
-    if value is None:
-        return "—"
-    if r["baseline"] is r:
-        return "baseline"
-    return f"{value:.2f}" + (disturbed_mark(r) or disturbed_mark(r["baseline"]))
-
-
 def _share_cell(r: Row) -> str:
     if r.get("communication_unseen"):
         return "not in trace"
@@ -142,9 +126,17 @@ def _share_cell(r: Row) -> str:
 COLUMNS = [
     Column("outcome", "outcome", outcome_text),
     Column("global batch", "global_batch", lambda r: str(r["global_batch"])),
-    Column("images/s (median, min–max)", "images_per_second_median", _images_cell),
+    Column(
+        "images/s (median, min–max)",
+        "images_per_second_median",
+        lambda r: measured_cell(r, "images_per_second"),
+    ),
     Column("per replica", "images_per_second_median", lambda r: number(_per_replica(r))),
-    Column("efficiency", "scaling_efficiency", _efficiency_cell),
+    Column(
+        "efficiency",
+        "scaling_efficiency",
+        lambda r: against_baseline(r, r.get("scaling_efficiency"), lambda v: f"{v:.2f}"),
+    ),
     Column("comm share", "communication_share", _share_cell),
 ]
 RECORD_KEYS = [

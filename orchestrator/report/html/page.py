@@ -19,18 +19,14 @@ import sqlalchemy as sa
 
 from orchestrator import __version__
 from orchestrator.config import matrix, samples
-from orchestrator.report import (
-    calibration,
-    figures,
-    figures_modes,
-    figures_runs,
-    figures_scaling,
-    results,
-    tables,
-)
-from orchestrator.report.figures import Row, Section
-from orchestrator.report.figures_runs import Matcher
-from orchestrator.report.select import Selection, latest_runs
+from orchestrator.report.html import figures, figures_modes, figures_runs, figures_scaling
+from orchestrator.report.html.figures import Row, Section
+from orchestrator.report.html.figures_runs import Matcher
+from orchestrator.report.notes import calibration
+from orchestrator.report.postmortem import crashes
+from orchestrator.report.query.select import Selection, latest_runs
+from orchestrator.report.query.sweeps import pick_sweep
+from orchestrator.report.tables import comparison, results
 from orchestrator.storage.db import Database
 from orchestrator.storage.setting_columns import run_columns
 from orchestrator.text.formats import Column
@@ -95,8 +91,8 @@ def html_table(rows: Sequence[Row], columns: Sequence[Column], markup: Sequence[
 
 
 def comparison_table(db: Database, sel: Selection, runs: Sequence[Row]) -> str:
-    """The research's comparison table (tables.comparison), then every configuration's row."""
-    table = tables.comparison(db, sel)
+    """The research's comparison table (tables/comparison.py), then every configuration's row."""
+    table = comparison.comparison(db, sel)
     every = table.notes + calibration.notes(db, [s["id"] for s in sel.sweeps])
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in every)
     parts = [f"<p>{escape(table.title)}</p>", html_table(table.rows, table.columns), notes]
@@ -138,8 +134,8 @@ def crash_list(failed: Sequence[Row], total: int) -> str:
     if not total:
         return '<p class="empty">Every configuration ended ok: nothing crashed.</p>'
     # The full reason here (the terminal table cuts it at 120 characters), and the evidence beside it.
-    columns = [c for c in results.CRASH_COLUMNS if c.key != "reason"]
-    columns += [Column("why", "reason", results.why), Column("evidence", "evidence", _evidence)]
+    columns = [c for c in crashes.CRASH_COLUMNS if c.key != "reason"]
+    columns += [Column("why", "reason", crashes.why), Column("evidence", "evidence", _evidence)]
     return html_table(failed, columns, markup=("evidence",)) + _more(
         total, len(failed), "bench report --crashes"
     )
@@ -242,7 +238,7 @@ def _toc(sections: Sequence[Section]) -> str:
 def build(db: Database, sel: Selection, timeline_config: str | None) -> tuple[str, list[Section]]:
     """The page's HTML and its sections (whose plots are to be written beside it)."""
     wanted, how = timeline_matcher(timeline_config)
-    sweeps = [results.pick_sweep(db, s["id"]) for s in sel.sweeps]
+    sweeps = [pick_sweep(db, s["id"]) for s in sel.sweeps]
     runs = selected_runs(db, sel)
     figures.label_machines(runs, sweeps)
     comparison = Section("comparison", "Comparison table", COMPARISON, empty=None if runs else "No runs.")

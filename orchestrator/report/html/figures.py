@@ -19,9 +19,10 @@ import sqlalchemy as sa
 
 from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import FRAMEWORKS
-from orchestrator.report import execution, plots
-from orchestrator.report.results import model_label
-from orchestrator.report.select import varying
+from orchestrator.report.html import plots
+from orchestrator.report.query import execution
+from orchestrator.report.query.select import varying
+from orchestrator.report.query.sweeps import model_label
 from orchestrator.storage.db import Database
 
 Row = dict[str, Any]
@@ -104,7 +105,7 @@ MAX_SERIES = len(plots.PALETTE)
 def configuration(run: Row, skip: Iterable[str] = ()) -> str:
     """The run's configuration less the fields in `skip` (a plot's x axis), with its machine and the
     mode and precision it ran: the key that keeps different configurations, machines, and runs of
-    one configuration that ran differently (report/execution.py), in different points and lines."""
+    one configuration that ran differently (report/query/execution.py), in different points and lines."""
     config = config_of(run)
     for key in skip:
         config.pop(key, None)
