@@ -2,7 +2,7 @@
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/storage/migrate.py knows how to bring up to date (additions, and
 -- version 13's fold of the fault worker's ten columns into runs.fault).
-PRAGMA user_version = 13;
+PRAGMA user_version = 14;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -21,7 +21,8 @@ CREATE TABLE sweeps (
     machine         TEXT NOT NULL,                       -- fingerprint: cpu model, cores, memory, gpu
     bench_version   TEXT NOT NULL,
     git_commit      TEXT,
-    command         TEXT NOT NULL
+    command         TEXT NOT NULL,
+    order_seed      INTEGER                              -- version 14: the seed that shuffled the rounds of its runs (runs: N)
 );
 
 -- One attempt at one configuration, written the moment it ends.
@@ -164,7 +165,10 @@ CREATE TABLE runs (
     -- version 10: the compile figure's own disturbance (profiler/disturbance.py), over the warm-up
     compile_other_cpu_percent REAL,                      -- other load during the warm-up, % of the allowed CPUs
     compile_load_seconds    REAL,                        -- seconds of compile_seconds that load may account for
-    compile_disturbed       INTEGER                      -- 1: compile_seconds not trustworthy; 0: quiet; NULL: unknown
+    compile_disturbed       INTEGER,                     -- 1: compile_seconds not trustworthy; 0: quiet; NULL: unknown
+    -- version 14: independent runs of a configuration (docs/reports.md, "Statistics over runs")
+    planned_runs            INTEGER,                     -- configuration `runs`: the runs it asked for; NULL: 1
+    run_index               INTEGER                      -- which of them this row is, from 0; NULL: 0
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 

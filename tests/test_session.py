@@ -50,7 +50,7 @@ def test_resume_without_an_earlier_sweep_says_so_then_runs_and_resumes_it(tmp_pa
     assert said == ["no earlier sweep named 'm': starting a new one"]
     assert list(first.outcomes.values()) == ["ok"] and first.skipped == 0
     earlier = earlier_sweep(db, "m", backstop=True)
-    assert earlier is not None and earlier.done == {config.config_hash}
+    assert earlier is not None and earlier.done == {config.config_hash: {0}}
     plan.earlier, plan.matrix_hash, plan.matrix_path = earlier, "h2", "m.yaml"
     again = run_sweep(db, plan, say=said.append)
     assert again.sweep_id == first.sweep_id and again.outcomes == {} and again.skipped == 1
@@ -72,9 +72,9 @@ def test_resume_with_retry_disturbed_runs_again_what_was_last_flagged_disturbed(
     with db.engine.begin() as conn:  # as bench's disturbance check would have flagged them
         conn.execute(sa.update(db.runs).values(disturbed=1))
     both = {c.config_hash for c in configs}
-    assert earlier_sweep(db, "m", backstop=True).done == both  # type: ignore[union-attr]
+    assert set(earlier_sweep(db, "m", backstop=True).done) == both  # type: ignore[union-attr]
     redo = earlier_sweep(db, "m", backstop=True, redo_disturbed=True)
-    assert redo is not None and redo.done == set()
+    assert redo is not None and redo.done == {}
 
     plan = Plan("m", "matrix", configs[1:], db_url, None, None, resume=True, matrix_hash="h", earlier=redo)
     again = run_sweep(db, plan, say=lambda _line: None)
@@ -85,4 +85,4 @@ def test_resume_with_retry_disturbed_runs_again_what_was_last_flagged_disturbed(
     with db.engine.begin() as conn:  # quiet, whatever this machine's load made of the fault run
         conn.execute(sa.update(db.runs).where(db.runs.c.id == ids[-1]).values(disturbed=0))
     quiet = earlier_sweep(db, "m", backstop=True, redo_disturbed=True)
-    assert quiet is not None and quiet.done == {configs[1].config_hash}
+    assert quiet is not None and quiet.done == {configs[1].config_hash: {0}}

@@ -7,7 +7,7 @@ computed from the configurations themselves.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -35,24 +35,40 @@ def common(configs: Sequence[RunConfig], differ: Sequence[str]) -> str:
     return ", ".join(f"{name}={_text(first[name])}" for name in shared)
 
 
-def listing(configs: Sequence[RunConfig], done: set[str]) -> list[str]:
-    """The table's lines, the common settings, and how many will run."""
+def _finished(config: RunConfig, done: Mapping[str, set[int]]) -> int:
+    """How many of the configuration's runs an earlier sweep finished."""
+    return len({k for k in done.get(config.config_hash, ()) if k < config.runs})
+
+
+def _note(config: RunConfig, finished: int) -> str:
+    if finished >= config.runs:
+        return FINISHED
+    return f"{finished} of {config.runs} runs finished" if finished else ""
+
+
+def listing(configs: Sequence[RunConfig], done: Mapping[str, set[int]]) -> list[str]:
+    """The table's lines, the common settings, and how many runs will run."""
     differ = varying(c.to_dict() for c in configs)
+    finished = [_finished(c, done) for c in configs]
     rows = [
         {
             "#": str(i),
             "config_hash": c.config_hash,
             **{name: _text(getattr(c, name)) for name in differ},
-            "note": FINISHED if c.config_hash in done else "",
+            "note": _note(c, f),
         }
-        for i, c in enumerate(configs, start=1)
+        for i, (c, f) in enumerate(zip(configs, finished, strict=True), start=1)
     ]
     columns = [Column(key, key, fmt=itemgetter(key)) for key in ("#", "config_hash", *differ)]
-    if done:
+    if any(finished):
         columns.append(Column("", "note", fmt=itemgetter("note")))
-    to_run = len(configs) - len(done & {c.config_hash for c in configs})
+    planned = sum(c.runs for c in configs)
+    to_run = planned - sum(finished)
     lines = render(rows, columns, "table").split("\n")
     lines.append(f"differ: {', '.join(differ) if differ else 'nothing (one configuration)'}")
     lines.append(f"common to all: {common(configs, differ)}")
-    lines.append(f"{len(configs)} configurations, {to_run} to run")
+    if planned == len(configs):
+        lines.append(f"{len(configs)} configurations, {to_run} to run")
+    else:
+        lines.append(f"{len(configs)} configurations, {planned} runs in all (runs), {to_run} to run")
     return lines

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -39,7 +40,7 @@ def _parse_outcomes(text: str | None) -> set[str]:
     return wanted
 
 
-def _dry_run(configs: list[RunConfig], done: set[str]) -> None:
+def _dry_run(configs: list[RunConfig], done: Mapping[str, set[int]]) -> None:
     from orchestrator.cli.dry_run import listing
 
     for line in listing(configs, done):  # line by line: `| head` ends it as any listing (a pipe)
@@ -154,7 +155,7 @@ def run(
     wanted_fail = _parse_outcomes(fail_on)
     data_files = {} if dry_run else prepare_data(configs)
     if dry_run and not resume:
-        _dry_run(configs, set())
+        _dry_run(configs, {})
         return
     db = Database(db_url, create=not dry_run)
     earlier = (
@@ -163,7 +164,7 @@ def run(
         else None
     )
     if dry_run:
-        _dry_run(configs, earlier.done if earlier else set())
+        _dry_run(configs, earlier.done if earlier else {})
         return
     runner = make_executor(executor, address, pack, env_dir, wait_idle)
     plan = Plan(

@@ -32,6 +32,7 @@ from orchestrator.config.settings import LATE_FIELDS as LATE_FIELDS
 from orchestrator.config.settings import MAX_SECONDS as MAX_SECONDS
 from orchestrator.config.settings import MODELS as MODELS
 from orchestrator.config.settings import MODES as MODES
+from orchestrator.config.settings import NOT_IDENTITY
 from orchestrator.config.settings import OPTIMIZERS as OPTIMIZERS
 from orchestrator.config.settings import PRECISIONS as PRECISIONS
 from orchestrator.config.settings import SQLITE_INT_MAX as SQLITE_INT_MAX
@@ -115,6 +116,7 @@ class RunConfig:
     # fault strikes only that replica (the others run ok), as one member of a collective failing.
     replicas: int | None = None
     fault_replica: int | None = None
+    runs: int = 1
 
     def __post_init__(self) -> None:
         if self.framework == "fault" and self.fault is None:  # the fault worker's fault defaults to ok
@@ -129,8 +131,12 @@ class RunConfig:
 
     @cached_property  # fields are frozen; a sweep asks for each hash many times (eta.py, resume)
     def config_hash(self) -> str:
-        """Stable identity: a hash of every setting, in canonical JSON."""
-        settings = {k: v for k, v in self.to_dict().items() if not (k in LATE_FIELDS and v is None)}
+        """Stable identity: a hash of every setting but how often it runs, in canonical JSON."""
+        settings = {
+            k: v
+            for k, v in self.to_dict().items()
+            if not (k in LATE_FIELDS and v is None) and k not in NOT_IDENTITY
+        }
         text = json.dumps(settings, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -27,7 +27,9 @@ class Setting:
     richer words where they say more than the derived ones. ``since`` is the schema version that
     first stored it; ``group`` names the settings that apply to one framework only (``fault``: the
     fault worker's), which a matrix may write as one value, a mapping of their ``part`` names, and
-    the runs table stores as one JSON column named after the group.
+    the runs table stores as one JSON column named after the group. A setting that is not part of a
+    configuration's ``identity`` (``runs``: how many times it runs) stays out of its hash: runs of
+    the same configuration asked for by different counts are one cell.
     """
 
     name: str
@@ -46,6 +48,7 @@ class Setting:
     doc: str = ""
     doc_values: str = ""
     doc_default: str = ""
+    identity: bool = True
 
     @property
     def validator(self) -> Check:

@@ -705,6 +705,28 @@ SETTINGS: tuple[Setting, ...] = (
         doc_values="integer, 0 to 1023, below `replicas`",
         doc_default="none (every replica)",
     ),
+    Setting(
+        name="runs",
+        type="int",
+        default=1,
+        since=14,
+        limits=(1, 1_000),
+        column="planned_runs",
+        identity=False,
+        help=(
+            "Independent runs of the configuration: each a worker process of its own and a row; reports "
+            "give the cell's median over runs with its interval."
+        ),
+        doc=(
+            "Independent runs of the configuration, each a fresh worker process and a row of its own "
+            "(unlike `repeats`, which repeat inside one process and cannot see how far apart processes "
+            "land). A sweep runs run k of every configuration before run k+1 of any, each round "
+            "shuffled by the sweep's recorded seed; reports show the median over runs with a 95 % "
+            "interval, and frameworks they cannot tell apart share a rank (docs/reports.md). Not part "
+            "of the configuration's identity: runs asked for by another count pool with these."
+        ),
+        doc_values="integer, 1 to 1,000",
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -721,6 +743,8 @@ FAULT_PARTS: dict[str, str] = {s.part_name: s.name for s in SETTINGS if s.group 
 # Added after the first schema: left out of the hash while unset, so earlier configurations keep
 # their identity.
 LATE_FIELDS = frozenset(s.name for s in SETTINGS if s.since > 1)
+# Settings that are not part of a configuration's identity (its hash): how often it runs.
+NOT_IDENTITY = frozenset(s.name for s in SETTINGS if not s.identity)
 # The runs column of each setting (schema.sql).
 COLUMNS: dict[str, str] = {s.name: s.runs_column for s in SETTINGS}
 

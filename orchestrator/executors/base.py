@@ -31,6 +31,7 @@ class Job:
     config: RunConfig
     run_dir: Path
     data_file: Path | None = None
+    run_index: int = 0  # which of its configuration's independent runs (`runs: N`), from 0
     token: str | None = None  # marks the run's processes (orchestrator/launch/orphans.py)
     # Called with the worker's pid once it exists: the sweep notes it among the runs in flight
     # (orchestrator/sweep/liveruns.py), so that a later bench finds what a killed one left.

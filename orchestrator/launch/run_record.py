@@ -43,6 +43,8 @@ class RunRecord:
     # A data-parallel run's replicas (launch/replicas.py), one row each for the replicas table;
     # empty for a run of one process.
     replicas: list[dict[str, Any]] = field(default_factory=list)
+    # Which of its configuration's independent runs (`runs: N`) this is, from 0: the sweep's to say.
+    run_index: int = 0
 
 
 def now() -> str:

@@ -45,11 +45,13 @@ def sweep_folder(root: Path, sweep_id: int) -> Path:
     return root / f"sweep-{sweep_id}"
 
 
-def run_folder(sweep_dir: Path, index: int, config: RunConfig) -> Path:
-    """A new folder for the index-th configuration of a sweep: its label made a safe name, and an
-    attempt number where one exists already (a resumed sweep runs an index again)."""
+def run_folder(sweep_dir: Path, index: int, config: RunConfig, run: int = 0) -> Path:
+    """A new folder for the index-th run of a sweep: its configuration's label made a safe name,
+    which of the configuration's runs it is where it asks for several (``-run2``), and an attempt
+    number where one exists already (a resumed sweep runs an index again)."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", config.label()).strip("-")
-    base = sweep_dir / f"{index:04d}-{slug}-{config.config_hash[:8]}"
+    which = f"-run{run + 1}" if config.runs > 1 else ""
+    base = sweep_dir / f"{index:04d}-{slug}-{config.config_hash[:8]}{which}"
     path, attempt = base, 1
     while path.exists():
         attempt += 1

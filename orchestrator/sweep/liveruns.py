@@ -143,6 +143,7 @@ class Ledger:
                 "sweep_id": self.sweep_id,
                 "run_dir": str(job.run_dir.resolve()),
                 "config": job.config.to_dict(),
+                "run_index": job.run_index,
                 "token": token,
                 "started_at": now(),
                 "started": time.time(),
@@ -240,6 +241,9 @@ def parse(text: bytes) -> dict[str, Any]:
         if not isinstance(data.get("started_at"), str) or type(data.get("started")) is not float:
             raise ValueError("started_at or started missing")
         data["config"] = config_from(data.get("config"))
+        index = data.get("run_index", 0)  # absent from a file an older bench wrote
+        if type(index) is not int or not 0 <= index < data["config"].runs:
+            raise ValueError("run_index: not one of its configuration's runs")
     return data
 
 
@@ -269,6 +273,7 @@ def _store_interrupted(db: Database, data: dict[str, Any], reason: str) -> bool:
     rec = gather(data["config"], outcome, run_dir, data["started_at"], None, command, {})
     rec.wall_seconds = max(0.0, _last_change(run_dir) - data["started"])
     rec.timeline = timelines.read(run_dir / SAMPLES_FILE)
+    rec.run_index = data.get("run_index", 0)
     recording.store_run(db, sweep_id, rec)
     return True
 

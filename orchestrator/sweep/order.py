@@ -15,7 +15,7 @@ interleave, and its order is what the user wrote.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -41,14 +41,14 @@ def interleaved(
     runs_of: Callable[[T], int],
     key: Callable[[T], str],
     seed: int,
-    done: Mapping[str, int] | None = None,
+    done: Mapping[str, Collection[int]] | None = None,
 ) -> list[Slot[T]]:
     """Every run still to run, in interleaved blocks, each block shuffled by ``seed``.
 
     ``runs_of`` is how many runs a configuration asks for; ``key`` its identity (its hash: two
-    identical configurations are one); ``done`` how many runs of each identity already finished,
-    which are its first ones. The whole plan is drawn, then what is done is taken out, so the
-    runs left keep the places they had.
+    identical configurations are one); ``done`` which runs of each identity already finished (by
+    run index). The whole plan is drawn, then what is done is taken out, so the runs left keep the
+    places they had.
     """
     done = done or {}
     unique: dict[str, T] = {}
@@ -61,7 +61,7 @@ def interleaved(
         members = [k for k in unique if wanted[k] > block]
         if shuffle:
             block_random(seed, block).shuffle(members)
-        plan.extend(Slot(unique[k], block) for k in members if block >= done.get(k, 0))
+        plan.extend(Slot(unique[k], block) for k in members if block not in done.get(k, ()))
     return plan
 
 

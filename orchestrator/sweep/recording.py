@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from orchestrator import __version__
 from orchestrator.config import samples
 from orchestrator.config.run_config import RunConfig
-from orchestrator.config.settings import FAULT_FIELDS, fault_value
+from orchestrator.config.settings import COLUMNS, FAULT_FIELDS, fault_value
 from orchestrator.launch import tracing
 from orchestrator.launch.outcomes import EPOCH_COLUMNS, bounded
 from orchestrator.launch.run_record import RunRecord, now
@@ -34,7 +34,13 @@ INT64 = (-(1 << 63), (1 << 63) - 1)  # what an INTEGER column holds (SQLite, Pos
 
 
 def start_sweep(
-    db: Database, name: str, kind: str, total: int, matrix_path: str | None, matrix_hash: str | None
+    db: Database,
+    name: str,
+    kind: str,
+    total: int,
+    matrix_path: str | None,
+    matrix_hash: str | None,
+    order_seed: int | None = None,
 ) -> int:
     info = hostinfo.machine()
     row = {
@@ -50,6 +56,7 @@ def start_sweep(
         "bench_version": __version__,
         "git_commit": hostinfo.git_commit(),
         "command": hide_passwords(shlex.join(["bench", *sys.argv[1:]])),
+        "order_seed": order_seed,
     }
     with db.begin() as conn:
         return db.insert(conn, db.sweeps, row)
@@ -81,12 +88,20 @@ CALIBRATION_COLUMNS = (
 )
 
 
-def reopen_sweep(db: Database, sweep_id: int, total: int) -> None:
+def reopen_sweep(db: Database, sweep_id: int, total: int, order_seed: int | None = None) -> None:
+    """The sweep marked running again; a seed is recorded where it had none (a sweep of an older
+    bench, whose runs each ran once)."""
+    sweeps = db.sweeps
     with db.begin() as conn:
         conn.execute(
-            sa.update(db.sweeps)
-            .where(db.sweeps.c.id == sweep_id)
-            .values(status="running", ended_at=None, total_configs=total)
+            sa.update(sweeps)
+            .where(sweeps.c.id == sweep_id)
+            .values(
+                status="running",
+                ended_at=None,
+                total_configs=total,
+                order_seed=sa.func.coalesce(sweeps.c.order_seed, order_seed),
+            )
         )
 
 
@@ -100,7 +115,7 @@ def end_sweep(db: Database, sweep_id: int, status: str) -> None:
 def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     settings = rec.config.to_dict()
     # The fault worker's settings share one column, a JSON value (settings.fault_value).
-    row: dict[str, Any] = {k: v for k, v in settings.items() if k not in FAULT_FIELDS}
+    row: dict[str, Any] = {COLUMNS[k]: v for k, v in settings.items() if k not in FAULT_FIELDS}
     row["fault"] = fault_value(settings)
     out = rec.outcome
     result = out.result or {}
@@ -129,6 +144,7 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
         node=rec.node,
         machine=hostinfo.fingerprint(rec.host or hostinfo.machine()),
         packed=int(rec.packed),
+        run_index=rec.run_index,
     )
     row.update(where_it_died(rec.events))
     row.update(summarise(rec.epochs))

@@ -23,6 +23,7 @@ from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.storage.db import Database
 from orchestrator.sweep import liveruns, recording
 from orchestrator.sweep.folders import retry_folder, run_folder, sweep_folder
+from orchestrator.sweep.order import Slot
 from orchestrator.sweep.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def skipped_record(config: RunConfig, run_dir: Path, wall: int) -> RunRecord:
 def run_configs(
     db: Database,
     sweep_id: int,
-    configs: Sequence[RunConfig],
+    configs: Sequence[RunConfig | Slot[RunConfig]],
     runs_root: Path,
     env_root: str | None,
     progress: Progress,
@@ -89,7 +90,8 @@ def run_configs(
     walls: dict[str, int] | None = None,
     retry_disturbed: int = 0,
 ) -> SweepResult:
-    """Run each configuration and record it as it ends; Ctrl-C or a stop signal (SIGTERM, SIGHUP,
+    """Run each configuration (or each Slot: one of a configuration's several runs, in the sweep's
+    order, sweep/order.py) and record it as it ends; Ctrl-C or a stop signal (SIGTERM, SIGHUP,
     ...: orchestrator/launch/process.py) stops the sweep, and what was running is recorded `interrupted`.
     Local by default; any executor, one way to record.
 
@@ -112,8 +114,13 @@ def run_configs(
         retries: deque[Job] = deque()
         jobs = _with_retries(
             (
-                Job(config, run_folder(root, index, config), (data_files or {}).get(config.config_hash))
-                for index, config in enumerate(configs, start=first_index)
+                Job(
+                    slot.config,
+                    run_folder(root, index, slot.config, slot.run),
+                    (data_files or {}).get(slot.config.config_hash),
+                    run_index=slot.run,
+                )
+                for index, slot in enumerate(map(_slot, configs), start=first_index)
             ),
             retries,
         )
@@ -155,12 +162,15 @@ class _Sink:
     walls: dict[str, int] | None
     ledger: liveruns.Ledger | None = None
     retry: _Retry | None = None
+    # Each job's run index by its folder: an executor's record names its folder, not its job.
+    indices: dict[Path, int] = field(default_factory=dict)
 
     def store_all(self, runs: Iterator[RunRecord]) -> None:
         for rec in runs:
             self.store(rec)
 
     def store(self, rec: RunRecord) -> None:
+        rec.run_index = self.indices.pop(rec.run_dir, rec.run_index)
         run_id = recording.store_run(self.db, self.sweep_id, rec)
         if self.ledger is not None:
             self.ledger.done(rec.run_dir)
@@ -179,6 +189,7 @@ class _Sink:
         """The jobs, less those past their configuration's wall: those are recorded skipped here,
         as the executor asks for its next job (in the driver, between the records it yields)."""
         for job in jobs:
+            self.indices[job.run_dir] = job.run_index
             wall = self.walls.get(wall_key(job.config)) if self.walls is not None else None
             if wall is not None and job.config.batch_size > wall:
                 self.progress.begin(job.config, job.run_dir)
@@ -194,21 +205,27 @@ class _Retry:
     most: int
     queue: deque[Job]
     data_files: Mapping[str, Path]
-    attempts: dict[str, int] = field(default_factory=dict)
+    attempts: dict[tuple[str, int], int] = field(default_factory=dict)  # by configuration and run
 
     def again(self, rec: RunRecord, progress: Progress) -> None:
-        done = self.attempts.get(rec.config.config_hash, 0)
+        which = (rec.config.config_hash, rec.run_index)
+        done = self.attempts.get(which, 0)
         if done >= self.most:
             if self.most:
                 progress.note(
                     f"{rec.config.label()}: still disturbed after {done} retries (--retry-disturbed)"
                 )
             return
-        self.attempts[rec.config.config_hash] = done + 1
+        self.attempts[which] = done + 1
         run_dir = retry_folder(rec.run_dir, done + 1)
-        self.queue.append(Job(rec.config, run_dir, self.data_files.get(rec.config.config_hash)))
+        data_file = self.data_files.get(rec.config.config_hash)
+        self.queue.append(Job(rec.config, run_dir, data_file, run_index=rec.run_index))
         progress.total += 1
         progress.note(f"{rec.config.label()}: disturbed; running it again ({done + 1} of {self.most})")
+
+
+def _slot(item: RunConfig | Slot[RunConfig]) -> Slot[RunConfig]:
+    return item if isinstance(item, Slot) else Slot(item, 0)
 
 
 def _with_retries(jobs: Iterator[Job], retries: deque[Job]) -> Iterator[Job]:

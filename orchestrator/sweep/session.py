@@ -18,6 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from orchestrator.config.run_config import RunConfig
+from orchestrator.config.values import shown
+from orchestrator.errors import DatabaseError
 from orchestrator.executors.base import Executor
 from orchestrator.executors.local import LocalExecutor
 from orchestrator.launch import calibration
@@ -27,16 +29,18 @@ from orchestrator.storage.db import Database
 from orchestrator.sweep import recording
 from orchestrator.sweep.eta import History
 from orchestrator.sweep.folders import runs_root
+from orchestrator.sweep.order import Slot, interleaved, new_seed
 from orchestrator.sweep.progress import Progress
 from orchestrator.sweep.run import SweepResult, run_configs, walls_of
 
 
 @dataclass
 class Earlier:
-    """The sweep a --resume continues, and the configurations it already finished."""
+    """The sweep a --resume continues, and the runs it already finished: by configuration hash, the
+    indices of its finished runs (one, 0, for a configuration that runs once)."""
 
     sweep: dict[str, Any]
-    done: set[str]
+    done: dict[str, set[int]]
 
 
 @dataclass
@@ -60,9 +64,32 @@ class Plan:
     calibrate: bool = False  # time the calibration's fixed work before and after (local executor)
 
     @property
-    def todo(self) -> list[RunConfig]:
-        done = self.earlier.done if self.earlier else set()
-        return [c for c in self.configs if c.config_hash not in done]
+    def order_seed(self) -> int | None:
+        """The seed that orders the runs: the resumed sweep's, if it recorded one (a stored value is
+        outside input: anything but a column's integer is refused in one line)."""
+        seed = self.earlier.sweep.get("order_seed") if self.earlier else None
+        if seed is not None and (type(seed) is not int or not 0 <= seed < 2**63):
+            sweep = self.earlier.sweep["id"] if self.earlier else "?"
+            raise DatabaseError(f"sweep {sweep}: order_seed: expected an integer >= 0, got {shown(seed)}")
+        return seed
+
+    def todo(self, seed: int) -> list[Slot[RunConfig]]:
+        """The runs still to run, in the sweep's order (sweep/order.py)."""
+        done = self.earlier.done if self.earlier else {}
+        return interleaved(self.configs, runs_of, hash_of, seed, done)
+
+    @property
+    def planned(self) -> int:
+        """Runs the whole sweep asks for, finished ones included."""
+        return sum(c.runs for c in {c.config_hash: c for c in self.configs}.values())
+
+
+def runs_of(config: RunConfig) -> int:
+    return config.runs
+
+
+def hash_of(config: RunConfig) -> str:
+    return config.config_hash
 
 
 def latest_sweep(db: Database, name: str) -> dict | None:
@@ -77,29 +104,33 @@ def latest_sweep(db: Database, name: str) -> dict | None:
     return next(db.rows(query), None)
 
 
-def finished_hashes(
+def finished_runs(
     db: Database, sweep_id: int, backstop: bool = True, redo_disturbed: bool = False
-) -> set[str]:
-    """Configurations of a sweep that already have a finished run (not interrupted, no cluster fault).
+) -> dict[str, set[int]]:
+    """The runs of a sweep that already finished (not interrupted, no cluster fault): by
+    configuration hash, the indices of its finished runs.
 
-    Without the backstop, a configuration the backstop skipped is not finished: it runs.
-    ``redo_disturbed`` (--resume with --retry-disturbed): nor is one whose latest finished run was
-    flagged disturbed (its timed epochs, or its compile figure); it runs again, its earlier rows
-    kept (reports take the latest).
+    Without the backstop, a run the backstop skipped is not finished: it runs. ``redo_disturbed``
+    (--resume with --retry-disturbed): nor is one whose latest finished attempt was flagged
+    disturbed (its timed epochs, or its compile figure); it runs again, its earlier rows kept
+    (reports take the latest attempt of each run).
     """
     runs = db.runs
     unfinished = [*RUN_AGAIN_ON_RESUME] if backstop else [*RUN_AGAIN_ON_RESUME, "skipped"]
     query = (
-        sa.select(runs.c.config_hash, runs.c.disturbed, runs.c.compile_disturbed)
+        sa.select(runs.c.config_hash, runs.c.run_index, runs.c.disturbed, runs.c.compile_disturbed)
         .where(runs.c.sweep_id == sweep_id, runs.c.outcome.not_in(unfinished))
         .order_by(runs.c.id)
     )
-    latest: dict[str, Any] = {}
-    for row in db.rows(query):  # by id: the last one of a configuration stays
-        latest[row["config_hash"]] = row["disturbed"] == 1 or row["compile_disturbed"] == 1
-    if redo_disturbed:
-        return {h for h, disturbed in latest.items() if not disturbed}
-    return set(latest)
+    latest: dict[tuple[str, int], bool] = {}
+    for row in db.rows(query):  # by id: the last attempt of a run stays
+        index = row["run_index"] if type(row["run_index"]) is int else 0  # NULL: before runs: N
+        latest[(row["config_hash"], index)] = row["disturbed"] == 1 or row["compile_disturbed"] == 1
+    done: dict[str, set[int]] = {}
+    for (config_hash, index), disturbed in latest.items():
+        if not (redo_disturbed and disturbed):
+            done.setdefault(config_hash, set()).add(index)
+    return done
 
 
 def earlier_sweep(db: Database, name: str, backstop: bool, redo_disturbed: bool = False) -> Earlier | None:
@@ -107,7 +138,7 @@ def earlier_sweep(db: Database, name: str, backstop: bool, redo_disturbed: bool 
     sweep = latest_sweep(db, name)
     if sweep is None:
         return None
-    return Earlier(sweep, finished_hashes(db, sweep["id"], backstop=backstop, redo_disturbed=redo_disturbed))
+    return Earlier(sweep, finished_runs(db, sweep["id"], backstop=backstop, redo_disturbed=redo_disturbed))
 
 
 def run_sweep(
@@ -119,25 +150,27 @@ def run_sweep(
     runner = executor or LocalExecutor(plan.env_dir)
     try:
         root = runs_root(plan.db_url, plan.runs_dir)  # before anything is recorded
-        todo = plan.todo
+        seed = plan.order_seed if plan.order_seed is not None else new_seed()
+        slots = plan.todo(seed)
+        todo = [slot.config for slot in slots]
         history = History.from_db(db, todo)  # before the sweep is recorded: it may take seconds
         say = say or (lambda _line: None)
-        sweep_id = _open(db, plan, say)
+        sweep_id = _open(db, plan, say, seed)
         # On this machine only: a Ray sweep's runs ran on other nodes, which a calibration here
         # says nothing of.
         calibrate = plan.calibrate and bool(todo) and runner.name == "local"
         if calibrate and not _calibrate(db, sweep_id, "start", say):
             recording.end_sweep(db, sweep_id, "interrupted")  # nothing ran: nothing else to record
-            return SweepResult(sweep_id, interrupted=True, skipped=len(plan.configs) - len(todo))
+            return SweepResult(sweep_id, interrupted=True, skipped=plan.planned - len(slots))
         progress = Progress(len(todo), follow=plan.follow, plan=todo, history=history)
         result = run_configs(
             db,
             sweep_id,
-            todo,
+            slots,
             root,
             plan.env_dir,
             progress,
-            first_index=len(plan.configs) - len(todo) + 1,
+            first_index=plan.planned - len(slots) + 1,
             data_files=plan.data_files,
             executor=runner,
             walls=walls_of(db, sweep_id) if plan.backstop else None,
@@ -147,7 +180,7 @@ def run_sweep(
             _calibrate(db, sweep_id, "end", say)
     finally:
         runner.close()
-    result.skipped = len(plan.configs) - len(todo)
+    result.skipped = plan.planned - len(slots)
     return result
 
 
@@ -168,18 +201,21 @@ def _calibrate(db: Database, sweep_id: int, at: str, say: Callable[[str], None])
     return True
 
 
-def _open(db: Database, plan: Plan, say: Callable[[str], None]) -> int:
-    """The sweep's id: the earlier one marked running again, or a new row."""
+def _open(db: Database, plan: Plan, say: Callable[[str], None], seed: int) -> int:
+    """The sweep's id: the earlier one marked running again, or a new row; either records the seed
+    that orders its runs."""
     if plan.resume and plan.earlier is None:
         say(f"no earlier sweep named {plan.name!r}: starting a new one")
     if plan.earlier is None:
         total = len(plan.configs)
-        return recording.start_sweep(db, plan.name, plan.kind, total, plan.matrix_path, plan.matrix_hash)
+        return recording.start_sweep(
+            db, plan.name, plan.kind, total, plan.matrix_path, plan.matrix_hash, order_seed=seed
+        )
     sweep = plan.earlier.sweep
     if sweep["matrix_hash"] != plan.matrix_hash:
         say(
             f"note: {plan.matrix_path} changed since sweep {sweep['id']}; "
             "configurations are matched by their settings"
         )
-    recording.reopen_sweep(db, sweep["id"], len(plan.configs))
+    recording.reopen_sweep(db, sweep["id"], len(plan.configs), order_seed=seed)
     return sweep["id"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.report.notes import fairness
+from orchestrator.stats import bootstrap
 from orchestrator.text.formats import number
 
 Row = dict[str, Any]
@@ -46,17 +47,21 @@ def _peers(row: Row) -> tuple[Any, ...]:
     )
 
 
-def compared(rows: Iterable[Row]) -> dict[int, tuple[float, Row]]:
-    """Per row (by id()), its multiple of the fastest framework's printed ms/image at the same
-    settings, and that fastest row; only where another framework ran those settings."""
+def peer_groups(rows: Iterable[Row]) -> list[list[Row]]:
+    """The rows with a figure, in groups of the same settings but the framework (on one machine,
+    at one precision), where more than one framework ran them: the cells compared with each other."""
     groups: dict[tuple[Any, ...], list[Row]] = {}
     for r in rows:
         if shown_ms(r):
             groups.setdefault(_peers(r), []).append(r)
+    return [g for g in groups.values() if len({r["framework"] for r in g}) > 1]
+
+
+def compared(rows: Iterable[Row]) -> dict[int, tuple[float, Row]]:
+    """Per row (by id()), its multiple of the fastest framework's printed ms/image at the same
+    settings, and that fastest row; only where another framework ran those settings."""
     out: dict[int, tuple[float, Row]] = {}
-    for group in groups.values():
-        if len({r["framework"] for r in group}) < 2:
-            continue
+    for group in peer_groups(rows):
         best = min(group, key=lambda r: shown_ms(r) or 0.0)
         for r in group:
             out[id(r)] = ((shown_ms(r) or 0.0) / (shown_ms(best) or 1.0), best)
@@ -64,11 +69,23 @@ def compared(rows: Iterable[Row]) -> dict[int, tuple[float, Row]]:
 
 
 def figure(row: Row, ratio: float, best: Row, cell: Callable[[Row], str]) -> str:
-    """One cell's figure, from the numbers printed above: its ms/image, the multiple, the fastest's."""
+    """One cell's figure, from the numbers printed above: its ms/image, the multiple (with its 95 %
+    interval where both cells have runs to resample), the fastest's."""
     return (
-        f"{row['framework']} {cell(row)} {number(shown_ms(row))} ms/image = {ratio:.2f}x "
-        f"{best['framework']}'s {number(shown_ms(best))}"
+        f"{row['framework']} {cell(row)} {number(shown_ms(row))} ms/image = {ratio:.2f}x"
+        f"{ratio_interval(best, row)} {best['framework']}'s {number(shown_ms(best))}"
     )
+
+
+def ratio_interval(best: Row, row: Row) -> str:
+    """ " [low–high]": the 95 % bootstrap interval of row's time over best's, where each has two runs
+    or more (stats/bootstrap.py); else nothing (one process has no spread between processes)."""
+    if row is best or len(best.get("run_figures") or ()) < 2 or len(row.get("run_figures") or ()) < 2:
+        return ""
+    found = bootstrap.ratio(best["run_figures"], row["run_figures"])
+    if found.low is None or found.high is None:
+        return ""
+    return f" [{found.low:.2f}–{found.high:.2f}]"
 
 
 def annotate(rows: list[Row], facts: dict[int, Row], cell: Callable[[Row], str]) -> list[str]:

@@ -31,6 +31,7 @@ from orchestrator.config.run_config import (
 from orchestrator.config.values import cut
 from orchestrator.errors import BenchError, ConfigError
 from orchestrator.report.query import execution
+from orchestrator.stats import bootstrap
 from orchestrator.storage.db import Database
 from orchestrator.storage.setting_columns import run_column, run_columns, setting_column
 from profiler.disturbance import MIN_SAMPLES
@@ -117,14 +118,15 @@ def where_conditions(runs: sa.Table, where: dict[str, frozenset[Any]]) -> list[A
 
 
 def latest_ids(db: Database, sel: Selection) -> Any:
-    """The latest attempt of each configuration in each selected sweep, filtered (a subquery of run
-    ids): a resumed or re-run configuration counts once, by its newest run. Every report reads its
-    runs through this one rule, so all of them count the same runs."""
+    """The latest attempt of each run of each configuration in each selected sweep, filtered (a
+    subquery of run ids): a resumed or re-run configuration counts once per run it asked for
+    (`runs: N`; one for a configuration that runs once), by its newest attempt. Every report reads
+    its runs through this one rule, so all of them count the same runs."""
     runs = db.runs
     return (
         sa.select(sa.func.max(runs.c.id))
         .where(runs.c.sweep_id.in_(sel.sweep_ids), *where_conditions(runs, sel.where))
-        .group_by(runs.c.sweep_id, runs.c.config_hash)
+        .group_by(runs.c.sweep_id, runs.c.config_hash, sa.func.coalesce(runs.c.run_index, 0))
     )
 
 
@@ -238,12 +240,31 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     row["failed"] = sorted(r["outcome"] for r in runs if r["outcome"] != "ok")
     row["outcome"] = "ok" if ok else "/".join(sorted(set(row["failed"])))
     row.update(_pooled(ok))
+    row.update(interval(ok))
     row.update(samples.pooled_counts(ok))
     row.update(disturbance(ok))
     row.update(execution.pooled(ok))
     # Why the configuration failed: its last failed run's reason (outside text: shown made safe).
     row["reason"] = next((r["reason"] for r in reversed(runs) if r["outcome"] != "ok"), None)
     return row
+
+
+def interval(ok: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cell's runs as the statistics read them: each ok run's seconds per image
+    (``run_figures``), how many (``n``), and the 95 % bootstrap interval of their median over runs
+    (stats/bootstrap.py; None under two runs: one process has no spread between processes to
+    resample). A stored figure that is not a positive finite number is refused in one line."""
+    figures = [r["seconds_per_image"] for r in ok if r.get("seconds_per_image") is not None]
+    low = high = None
+    if len(figures) > 1:
+        estimate = bootstrap.cell_estimate(figures)
+        low, high = estimate.low, estimate.high
+    return {
+        "n": len(figures),
+        "run_figures": figures,
+        "seconds_per_image_low": low,
+        "seconds_per_image_high": high,
+    }
 
 
 GROUP_KEYS = ("machine", "config_hash", "ran_mode", "ran_precision")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.config import samples
-from orchestrator.report.notes import fairness, footnotes
+from orchestrator.report.notes import fairness, footnotes, ranking
 from orchestrator.report.query import execution
 from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
 from orchestrator.report.tables.base import (
@@ -69,6 +69,7 @@ def comparison(db: Database, sel: Selection) -> Table:
         line["disturbed"] = line.get("disturbed") or r["disturbed"]  # the HTML marks the row
     table.rows = list(pivot.values())
     _footnote(db, rows, table)
+    table.notes += ranking.rank(rows, lambda r: f"{r['model']} {_device(r['device'])}")
     table.notes += execution.modes_note(rows)
     models_devices = sorted({(r["model"], r["device"]) for r in rows}, key=_model_device_order)
     table.columns = key_columns(keys) + [
@@ -95,6 +96,10 @@ SUMMARY_KEYS = [
     "outcome",
     "runs",
     "ok_runs",
+    "n",
+    "seconds_per_image_low",
+    "seconds_per_image_high",
+    "rank",
     "epoch_seconds_median",
     "epoch_seconds_min",
     "epoch_seconds_max",
@@ -118,7 +123,10 @@ def _ms_column(cell: str) -> Column:
     def text(row: dict[str, Any]) -> str:
         s = row["cells"].get(cell)
         spi = s and s["seconds_per_image_median"]
-        return number(spi * 1000) if spi else "—"
+        if not spi:
+            return "—"
+        rank = f" {s['rank']}" if s.get("rank") else ""
+        return number(spi * 1000) + ranking.interval_text(s) + f" n={s['n']}" + rank
 
     return Column(f"{cell} ms/image", f"{cell} ms/image", text)
 

@@ -118,13 +118,33 @@ RESULT_KEYS = {c.key for c in RESULT_COLUMNS} - {"relative_spread"} | {
     "samples_note",
     "tokens_per_second",
     "sequence_length",
+    "config_hash",
+    "run_index",
+    "planned_runs",
     *DISTURBANCE_KEYS,
 }
 TOKENS_COLUMN = Column("tokens/s", "tokens_per_second", lambda r: number(r.get("tokens_per_second"), 4))
 
 
+def _of(row: dict[str, Any]) -> str:
+    return f"{(row.get('run_index') or 0) + 1}/{row.get('planned_runs') or 1}"
+
+
+OF_COLUMN = Column("of", "run_index", _of)
+
+
+def _with_runs(columns: list[Column], rows: list[dict[str, Any]]) -> list[Column]:
+    """The columns, with "of" (run 2/5 of its configuration) after the run id where a configuration
+    asked for several runs."""
+    if not any((r.get("planned_runs") or 1) > 1 for r in rows):
+        return columns
+    return [columns[0], OF_COLUMN, *columns[1:]]
+
+
 def _with_tokens(columns: list[Column], rows: list[dict[str, Any]]) -> list[Column]:
-    """The columns, with tokens/s after images/s where a language model is among the rows."""
+    """The columns, with tokens/s after images/s where a language model is among the rows; "of"
+    where configurations ran several times."""
+    columns = _with_runs(columns, rows)
     if not any(r.get("tokens_per_second") is not None for r in rows):
         return columns
     at = next(i for i, c in enumerate(columns) if c.key == "images_per_second") + 1
@@ -154,7 +174,8 @@ def results(
         body = render(rows, columns, fmt, document={"sweep": sweep, "runs": rows})
     else:  # table and markdown: inference rows in a table of their own, with their units
         parts = [render(training, _with_tokens(RESULT_COLUMNS, training), fmt)] if training else []
-        parts += ["inference (evaluation mode, no gradients):", render(inference, INFERENCE_COLUMNS, fmt)]
+        inference_columns = _with_runs(INFERENCE_COLUMNS, inference)
+        parts += ["inference (evaluation mode, no gradients):", render(inference, inference_columns, fmt)]
         body = "\n".join(parts)
     if fmt != "table":
         return body
@@ -168,4 +189,12 @@ def results(
     note += "".join(f"\n{n}" for n in disturbed_note(r for r in rows if r["outcome"] == "ok"))
     note += "".join(f"\n{n}" for n in token_unit_notes(rows))
     note += "".join(f"\n{n}" for n in calibration.notes(db, [sweep["id"]]))
-    return f"{sweep_heading(sweep)}\n{body}\n{len(rows)} configurations: {summary}{note}"
+    return f"{sweep_heading(sweep)}\n{body}\n{_counted(rows)}: {summary}{note}"
+
+
+def _counted(rows: list[dict[str, Any]]) -> str:
+    """ "N configurations", or "N runs of M configurations" where some ran several times (runs: N)."""
+    configs = len({r["config_hash"] for r in rows})
+    if configs == len(rows):
+        return f"{configs} configurations"
+    return f"{len(rows)} runs of {configs} configurations (runs: the comparison tables pool them)"
