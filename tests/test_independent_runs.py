@@ -107,3 +107,57 @@ def test_a_hostile_order_seed_in_a_shared_database_is_one_line(cli, write_matrix
     assert result.exit_code == 1 and "order_seed: expected an integer" in result.output
     assert "\x1b" not in result.output
     assert query(workdir / "bench.db", "SELECT count(*) FROM runs") == before
+
+
+FOUR = THREE.replace("runs: 3", "runs: 4").replace("seed: [1, 2]", "seed: [1]")
+
+
+def _compare(cli, fmt: str = "json") -> dict:
+    result = cli("report", "--compare", "1", "2", "--format", fmt)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output) if fmt == "json" else {"text": result.output}
+
+
+def test_compare_decides_on_runs_with_holm_and_says_what_it_could_detect(cli, write_matrix, workdir):
+    write_matrix(FOUR)
+    assert cli("run", "--matrix", "m.yaml").exit_code == 0
+    assert cli("run", "--matrix", "m.yaml").exit_code == 0
+    # B's stored figures made twice A's (the report decides from the rows as stored): every run of B
+    # is slower than every run of A, p = 2/C(8,4) = 0.029.
+    conn = sqlite3.connect(workdir / "bench.db")
+    conn.execute(
+        "UPDATE runs SET seconds_per_image = seconds_per_image * 2, "
+        "median_epoch_seconds = median_epoch_seconds * 2 WHERE sweep_id = 2"
+    )
+    conn.commit()
+    conn.close()
+    (row,) = _compare(cli)["rows"]
+    assert row["verdict"] == "slower" and row["n"] == "4"
+    assert row["p_value"] == pytest.approx(2 / 70) and "Holm" in row["method"]
+    assert 1.5 < row["ratio_low"] <= row["ratio_high"] < 2.5
+    text = _compare(cli, "table")["text"]
+    assert "Mann-Whitney" in text and "holm correction over 1 comparisons" in text.lower()
+
+
+def test_compare_of_three_runs_a_side_cannot_call_a_difference(cli, write_matrix, workdir):
+    write_matrix(THREE.replace("seed: [1, 2]", "seed: [1]"))
+    assert cli("run", "--matrix", "m.yaml").exit_code == 0
+    assert cli("run", "--matrix", "m.yaml").exit_code == 0
+    (row,) = _compare(cli)["rows"]
+    assert row["verdict"] == "no difference detected at n=3" and row["detectable"] is None
+
+
+def test_a_hostile_stored_figure_is_refused_in_one_line(cli, write_matrix, workdir):
+    write_matrix(THREE)
+    assert cli("run", "--matrix", "m.yaml").exit_code == 0
+    conn = sqlite3.connect(workdir / "bench.db")
+    conn.execute("UPDATE runs SET seconds_per_image = -1 WHERE id = 2")
+    conn.commit()
+    conn.close()
+    from click.testing import CliRunner
+
+    from orchestrator.cli.main import cli as bench_cli
+
+    result = CliRunner().invoke(bench_cli, ["report", "--table", "comparison"])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1 and result.output.startswith("error:"), result.output

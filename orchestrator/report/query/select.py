@@ -251,16 +251,19 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def interval(ok: list[dict[str, Any]]) -> dict[str, Any]:
     """The cell's runs as the statistics read them: each ok run's seconds per image
-    (``run_figures``), how many (``n``), and the 95 % bootstrap interval of their median over runs
-    (stats/bootstrap.py; None under two runs: one process has no spread between processes to
-    resample). A stored figure that is not a positive finite number is refused in one line."""
-    figures = [r["seconds_per_image"] for r in ok if r.get("seconds_per_image") is not None]
+    (``run_figures``) but those flagged disturbed (counted in ``disturbed_runs``), how many (``n``),
+    and the 95 % bootstrap interval of their median over runs (stats/bootstrap.py; None under two
+    runs: one process has no spread between processes to resample). A stored figure that is not a
+    positive finite number is refused in one line."""
+    timed = [r for r in ok if r.get("seconds_per_image") is not None]
+    figures = [r["seconds_per_image"] for r in timed if r.get("disturbed") != 1]
     low = high = None
     if len(figures) > 1:
         estimate = bootstrap.cell_estimate(figures)
         low, high = estimate.low, estimate.high
     return {
         "n": len(figures),
+        "disturbed_runs": len(timed) - len(figures),
         "run_figures": figures,
         "seconds_per_image_low": low,
         "seconds_per_image_high": high,

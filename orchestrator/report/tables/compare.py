@@ -2,9 +2,13 @@
 
 Configurations are matched by config_hash alone (every setting equal), never by a looser likeness.
 Per configuration: median epoch seconds of each side with its min–max, the ratio B/A, peak RSS
-of each side and its ratio, and a verdict that calls a difference only where it exceeds the noise
-(`verdict` below; docs/reports.md). Sweeps from two machines may be compared — that is one of the
-uses — and the report says so.
+of each side and its ratio, and a verdict that calls a difference only where it exceeds the noise.
+Where both sides ran at least twice (`runs: N`), the verdict is on runs: the Mann–Whitney test on
+the runs' figures, corrected over the table by Holm, with B/A's bootstrap interval and the smallest
+difference the runs could detect (stats/comparison.py); disturbed runs are left out and counted.
+Where a side ran once, the older rule on its timed epochs (`verdict` below), which cannot see how
+far apart processes land, and says so (docs/reports.md). Sweeps from two machines may be
+compared — that is one of the uses — and the report says so.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from orchestrator.report.tables.base import (
     throughput,
     with_range,
 )
+from orchestrator.stats import comparison as stats
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, mib, number
 
@@ -128,6 +133,7 @@ def compare(db: Database, sweep_a: int, sweep_b: int, where: dict[str, frozenset
         label_execution(summary)
     hashes = list(a_side) + [h for h in b_side if h not in a_side]
     rows = [pair(a_side.get(h), b_side.get(h)) for h in hashes]
+    on_runs = _on_runs(rows)
     keys = ["framework", "model", "device"]
     keys += [label for label in LABELS.values() if len({r[label] for r in rows}) > 1]
     keys += [f for f in varying(rows) if f not in keys and f not in LABELS]
@@ -136,12 +142,79 @@ def compare(db: Database, sweep_a: int, sweep_b: int, where: dict[str, frozenset
     title = f"sweep {sweep_a} (A) against sweep {sweep_b} (B): ratios are B/A, above 1 means B took longer"
     table = Table("compare", title, rows=rows, sweeps=(sweeps[sweep_a], sweeps[sweep_b]))
     table.machines = {label: fp for fp, label in labels.items()}
-    table.columns = key_columns(keys) + COLUMNS
+    table.columns = key_columns(keys) + COLUMNS + (RUNS_COLUMNS if on_runs else [])
     table.record_keys = [*keys, "config_hash", "ran_mode", "ran_precision", *RECORD_KEYS]
     table.records = [{k: r.get(k) for k in table.record_keys} for r in rows]
     table.notes = _notes(rows, sweeps[sweep_a], sweeps[sweep_b], labels)
+    if len(on_runs) == len(rows):  # every verdict is on runs: the epochs' rule decided none
+        table.notes.remove(RULE)
+    table.notes += _runs_notes(rows, on_runs)
     table.notes += modes_note([s for s in (*a_side.values(), *b_side.values())])
     return table
+
+
+CORRECTION = "holm"
+RUNS_RULE = (
+    "verdict on runs (both sides n >= 2): two-sided Mann-Whitney test on the runs' times per image, "
+    "{method}; B/A [95 % bootstrap interval]; 'could detect': the smallest difference these runs "
+    "could detect (5 % level, 80 % power)"
+)
+ONE_RUN = (
+    "{count} configurations ran once on a side: their verdict rests on the epochs of one process "
+    "each, which cannot see how far apart processes land; set runs: N (N >= 4) to decide on runs"
+)
+
+
+def _on_runs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give each pair whose sides both have two runs or more its verdict on runs, the table's
+    p-values corrected together; the pairs so decided."""
+    decided = [r for r in rows if _both_ok(r) and min(r["a"]["n"], r["b"]["n"]) >= 2]
+    found = stats.compare_table(
+        [(r["a"]["run_figures"], r["b"]["run_figures"]) for r in decided], correction=CORRECTION
+    )
+    for r, c in zip(decided, found, strict=True):
+        r.update(
+            verdict=c.verdict,
+            advice=None,
+            n=c.n,
+            ratio_low=c.ratio.low,
+            ratio_high=c.ratio.high,
+            p_value=c.p_value,
+            adjusted_p=c.adjusted_p,
+            method=c.method,
+            detectable=c.detectable,
+        )
+    return decided
+
+
+def _both_ok(r: dict[str, Any]) -> bool:
+    return bool(r["a"] and r["b"] and r["a"]["ok_runs"] and r["b"]["ok_runs"])
+
+
+def _runs_notes(rows: list[dict[str, Any]], decided: list[dict[str, Any]]) -> list[str]:
+    notes = []
+    if decided:
+        notes.append(RUNS_RULE.format(method=decided[0]["method"]))
+        left_out = sum((r[s].get("disturbed_runs") or 0) for r in decided for s in ("a", "b"))
+        if left_out:
+            notes.append(f"{left_out} disturbed runs left out of the verdicts on runs (bench inspect RUN)")
+    on_runs = {id(r) for r in decided}
+    one = [r for r in rows if id(r) not in on_runs and _both_ok(r)]
+    if one:
+        notes.append(ONE_RUN.format(count=len(one)))
+    return notes
+
+
+def _interval(r: dict[str, Any]) -> str:
+    if r.get("ratio_low") is None or r.get("ratio_high") is None:
+        return "—"
+    return f"×{r['ratio_low']:.2f}–{r['ratio_high']:.2f}"
+
+
+def _detectable(r: dict[str, Any]) -> str:
+    if "detectable" not in r:
+        return "—"
+    return "none at this n" if r["detectable"] is None else f"{r['detectable']:.1%}"
 
 
 def _match(summary: dict[str, Any]) -> tuple[str, str, str]:
@@ -180,11 +253,23 @@ COLUMNS = [
     Column("RSS B/A", "rss_ratio", lambda r: _times(r["rss_ratio"])),
     Column("verdict", "verdict", lambda r: r["verdict"]),
 ]
+RUNS_COLUMNS = [
+    Column("n", "n", lambda r: r.get("n") or "1"),
+    Column("ms B/A 95 %", "ratio_low", _interval),
+    Column("could detect", "detectable", _detectable),
+]
 RECORD_KEYS = [f"{side}_{k}" for side in ("a", "b") for k in SIDE_KEYS] + [
     "epoch_ratio",
     "rss_ratio",
     "verdict",
     "advice",
+    "n",
+    "ratio_low",
+    "ratio_high",
+    "p_value",
+    "adjusted_p",
+    "method",
+    "detectable",
 ]
 ADVICE_NOTES = 5  # distinct pieces of advice shown under the table; the records carry every row's
 
