@@ -5,6 +5,7 @@ reports pool a configuration's runs as one cell."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -122,19 +123,24 @@ def test_compare_decides_on_runs_with_holm_and_says_what_it_could_detect(cli, wr
     write_matrix(FOUR)
     assert cli("run", "--matrix", "m.yaml").exit_code == 0
     assert cli("run", "--matrix", "m.yaml").exit_code == 0
-    # B's stored figures made twice A's (the report decides from the rows as stored): every run of B
-    # is slower than every run of A, p = 2/C(8,4) = 0.029.
+    # The stored figures set (the report decides from the rows as stored; the fault worker's own
+    # times are too noisy to be told apart reliably): every run of B slower than every run of A,
+    # p = 2/C(8,4) = 0.029.
     conn = sqlite3.connect(workdir / "bench.db")
-    conn.execute(
-        "UPDATE runs SET seconds_per_image = seconds_per_image * 2, "
-        "median_epoch_seconds = median_epoch_seconds * 2 WHERE sweep_id = 2"
-    )
+    for sweep, base in ((1, 0.010), (2, 0.020)):
+        for k in range(4):
+            spi = base + k / 1000
+            conn.execute(
+                "UPDATE runs SET seconds_per_image = ?, median_epoch_seconds = ? * steps_per_epoch * 8 "
+                "WHERE sweep_id = ? AND run_index = ?",
+                (spi, spi, sweep, k),
+            )
     conn.commit()
     conn.close()
     (row,) = _compare(cli)["rows"]
     assert row["verdict"] == "slower" and row["n"] == "4"
     assert row["p_value"] == pytest.approx(2 / 70) and "Holm" in row["method"]
-    assert 1.5 < row["ratio_low"] <= row["ratio_high"] < 2.5
+    assert 1.5 < row["ratio_low"] <= row["ratio_high"] < 2.4
     text = _compare(cli, "table")["text"]
     assert "Mann-Whitney" in text and "holm correction over 1 comparisons" in text.lower()
 
@@ -161,3 +167,27 @@ def test_a_hostile_stored_figure_is_refused_in_one_line(cli, write_matrix, workd
     result = CliRunner().invoke(bench_cli, ["report", "--table", "comparison"])
     assert result.exit_code == 1
     assert result.output.count("\n") == 1 and result.output.startswith("error:"), result.output
+
+
+def test_the_planner_says_how_many_runs_from_the_spread_of_earlier_runs(cli, write_matrix, workdir):
+    write_matrix(THREE)
+    fresh = cli("run", "--matrix", "m.yaml", "--dry-run", "--detect", "5%")
+    assert fresh.exit_code == 0, fresh.output
+    assert "unknown, no earlier cell of two runs or more" in fresh.output
+    assert not (workdir / "bench.db").exists()  # a dry run creates no database
+    assert cli("run", "--matrix", "m.yaml", "--only", "seed=1").exit_code == 0
+    planned = cli("run", "--matrix", "m.yaml", "--dry-run", "--detect", "5")
+    assert planned.exit_code == 0, planned.output
+    assert "runs needed" in planned.output and "over 1 cells of this configuration" in planned.output
+    # seed=2 never ran: its plan comes from the same framework, model and device.
+    assert "over 1 cells of fault small_cnn cpu" in planned.output
+    table = [line for line in planned.output.splitlines() if re.match(r"\d+ +[0-9a-f]{16} ", line)]
+    needed = [line.split()[-1] for line in table]
+    assert len(needed) == 2 and all(n.isdigit() and int(n) >= 4 for n in needed), planned.output
+
+
+@pytest.mark.parametrize("value", ["0", "x", "-5%", "nan"])
+def test_a_bad_detect_is_one_line(cli, write_matrix, value):
+    write_matrix(THREE)
+    result = cli("run", "--matrix", "m.yaml", "--dry-run", "--detect", value)
+    assert result.exit_code == 1 and "--detect" in result.output and result.output.count("\n") == 1

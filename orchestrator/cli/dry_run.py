@@ -46,20 +46,30 @@ def _note(config: RunConfig, finished: int) -> str:
     return f"{finished} of {config.runs} runs finished" if finished else ""
 
 
-def listing(configs: Sequence[RunConfig], done: Mapping[str, set[int]]) -> list[str]:
-    """The table's lines, the common settings, and how many runs will run."""
+Plan = tuple[list[int | None], str]  # runs each configuration needs, and what it rests on
+
+
+def listing(
+    configs: Sequence[RunConfig], done: Mapping[str, set[int]], plan: Plan | None = None
+) -> list[str]:
+    """The table's lines, the common settings, and how many runs will run; with ``plan``
+    (report/query/spread.py), the runs each configuration needs and what that rests on."""
     differ = varying(c.to_dict() for c in configs)
     finished = [_finished(c, done) for c in configs]
+    needed = plan[0] if plan else [None] * len(configs)
     rows = [
         {
             "#": str(i),
             "config_hash": c.config_hash,
             **{name: _text(getattr(c, name)) for name in differ},
             "note": _note(c, f),
+            "runs needed": "?" if n is None else str(n),
         }
-        for i, (c, f) in enumerate(zip(configs, finished, strict=True), start=1)
+        for i, (c, f, n) in enumerate(zip(configs, finished, needed, strict=True), start=1)
     ]
     columns = [Column(key, key, fmt=itemgetter(key)) for key in ("#", "config_hash", *differ)]
+    if plan:
+        columns.append(Column("runs needed", "runs needed", fmt=itemgetter("runs needed")))
     if any(finished):
         columns.append(Column("", "note", fmt=itemgetter("note")))
     planned = sum(c.runs for c in configs)
@@ -71,4 +81,6 @@ def listing(configs: Sequence[RunConfig], done: Mapping[str, set[int]]) -> list[
         lines.append(f"{len(configs)} configurations, {to_run} to run")
     else:
         lines.append(f"{len(configs)} configurations, {planned} runs in all (runs), {to_run} to run")
+    if plan:
+        lines.append(plan[1])
     return lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +21,8 @@ from orchestrator.cli.options import (
 from orchestrator.config import matrix
 from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import RunConfig
-from orchestrator.errors import ConfigError
+from orchestrator.config.values import cut
+from orchestrator.errors import BenchError, ConfigError
 from orchestrator.launch.outcomes import OUTCOMES
 from orchestrator.report.postmortem import inspect as postmortem
 from orchestrator.storage.db import Database
@@ -40,11 +42,41 @@ def _parse_outcomes(text: str | None) -> set[str]:
     return wanted
 
 
-def _dry_run(configs: list[RunConfig], done: Mapping[str, set[int]]) -> None:
+def _dry_run(
+    configs: list[RunConfig], done: Mapping[str, set[int]], db: Database | None, detect: float | None
+) -> None:
     from orchestrator.cli.dry_run import listing
+    from orchestrator.report.query import spread
 
-    for line in listing(configs, done):  # line by line: `| head` ends it as any listing (a pipe)
+    plan = None
+    if detect is not None:
+        cells = spread.earlier_cells(db) if db is not None else spread.Cells({}, {}, [])
+        plan = spread.plan_lines(configs, cells, detect)
+    for line in listing(configs, done, plan):  # line by line: `| head` ends it as any listing (a pipe)
         echo(line)
+
+
+def _difference(text: str | None, dry_run: bool) -> float | None:
+    """--detect's difference as a fraction (5% or 5: 0.05)."""
+    if text is None:
+        return None
+    if not dry_run:
+        raise ConfigError("--detect plans runs: use it with --dry-run")
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1000:
+        raise ConfigError(f"--detect {cut(text)}: expected a difference in percent above 0, such as 5%")
+    return value / 100
+
+
+def _existing(db_url: str) -> Database | None:
+    """The database, if there is one to read earlier runs from (a dry run creates none)."""
+    try:
+        return Database(db_url, create=False)
+    except BenchError:
+        return None
 
 
 def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
@@ -84,6 +116,13 @@ def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
     "settings common to all; run nothing.",
 )
 @click.option(
+    "--detect",
+    default=None,
+    metavar="PERCENT",
+    help="With --dry-run: the runs each configuration needs to tell this difference apart (5%), from "
+    "the spread between earlier runs in the database (docs/reports.md, Statistics over runs).",
+)
+@click.option(
     "--resume",
     is_flag=True,
     help="Continue this matrix's latest sweep: run only what has no finished record.",
@@ -119,6 +158,7 @@ def run(
     matrix_path: str,
     only: str | None,
     dry_run: bool,
+    detect: str | None,
     resume: bool,
     fail_on: str | None,
     no_backstop: bool,
@@ -154,8 +194,9 @@ def run(
             raise ConfigError(f"--only {only}: matches none of the {len(m.configs)} configurations")
     wanted_fail = _parse_outcomes(fail_on)
     data_files = {} if dry_run else prepare_data(configs)
+    difference = _difference(detect, dry_run)
     if dry_run and not resume:
-        _dry_run(configs, {})
+        _dry_run(configs, {}, _existing(db_url) if difference is not None else None, difference)
         return
     db = Database(db_url, create=not dry_run)
     earlier = (
@@ -164,7 +205,7 @@ def run(
         else None
     )
     if dry_run:
-        _dry_run(configs, earlier.done if earlier else {})
+        _dry_run(configs, earlier.done if earlier else {}, db, difference)
         return
     runner = make_executor(executor, address, pack, env_dir, wait_idle)
     plan = Plan(
