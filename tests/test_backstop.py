@@ -32,7 +32,8 @@ def outcomes(db: Path, sweep: int | None = None) -> list[tuple]:
     where = f"WHERE sweep_id = {sweep}" if sweep else ""
     rows = conn.execute(f"SELECT fault, batch_size, outcome, reason FROM runs {where} ORDER BY id").fetchall()
     conn.close()
-    return [(json.loads(fault)["kind"], *rest) for fault, *rest in rows]  # runs.fault: one JSON value
+    # runs.fault: one JSON value; NULL for a real framework's run
+    return [(json.loads(fault)["kind"] if fault else None, *rest) for fault, *rest in rows]
 
 
 def test_larger_batches_after_an_oom_are_skipped_with_the_batch(write_matrix, cli, workdir):
