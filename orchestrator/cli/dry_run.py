@@ -31,7 +31,12 @@ def common(configs: Sequence[RunConfig], differ: Sequence[str]) -> str:
     if not configs:
         return ""
     first = configs[0].to_dict()
-    shared = [name for name in FIELD_NAMES if name not in differ and first[name] is not None]
+    # `runs` once is every configuration's lot unless the matrix says otherwise: said only when said.
+    shared = [
+        name
+        for name in FIELD_NAMES
+        if name not in differ and first[name] is not None and not (name == "runs" and first[name] == 1)
+    ]
     return ", ".join(f"{name}={_text(first[name])}" for name in shared)
 
 
