@@ -117,6 +117,7 @@ class RunConfig:
     replicas: int | None = None
     fault_replica: int | None = None
     runs: int = 1
+    work: int | None = None
 
     def __post_init__(self) -> None:
         if self.framework == "fault" and self.fault is None:  # the fault worker's fault defaults to ok

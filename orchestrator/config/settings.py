@@ -727,6 +727,23 @@ SETTINGS: tuple[Setting, ...] = (
         ),
         doc_values="integer, 1 to 1,000",
     ),
+    Setting(
+        name="work",
+        type="int | None",
+        default=None,
+        since=14,
+        limits=(0, 10**9),
+        group="fault",
+        help="framework fault only: extra real CPU work per training step (loop iterations).",
+        doc=(
+            "Extra real CPU work in every training step, as iterations of `sum(range(n))` (about 10 ns "
+            'each on the 2-vCPU development machine: `python3 -m timeit "sum(range(1000000))"`, 9.6 ms): '
+            "a step of known, fixed cost, for proving a comparison finds a slowdown of known size "
+            "(docs/performance.md, power)."
+        ),
+        doc_values="integer, 0 to 10⁹",
+        doc_default="none (0)",
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -378,8 +378,9 @@ class Adapter(base.Adapter):
         self.steps_done += 1
         if self.collective is not None:
             self.collective.all_reduce()  # as a framework's gradient exchange: every replica waits
-        # A little real work so a step has a duration, as a framework's would.
-        self.losses += sum(range(20000)) % 7
+        # A little real work so a step has a duration, as a framework's would; `work` adds a known
+        # amount of it (a slowdown of known size for the statistics' power check).
+        self.losses += sum(range(20000 + (self.config.get("work") or 0))) % 7
         if self.fault == "learn":  # the loss of this step, on the fixed curve
             self.summed += 2.3 * 0.5 ** self._epochs_trained()
             self.summed_steps += 1
