@@ -304,6 +304,7 @@ def test_compare_two_sweeps(db, machine):
                 assert r["rss_ratio"] is None
     across = bench(db, "report", "--compare", "1", "3").output
     assert "note: the two sweeps ran on different machines" in across and "otherhost [0badc0de]" in across
+    assert across.index("different machines") < across.index(" configurations: ")  # said first
     only = [r for r in records(db, "--compare", "1", "3") if r["verdict"] == "only in B"]
     assert len(only) == 1 and only[0]["dataset_size"] == 96 and only[0]["a_outcome"] is None
     assert "only in B" in across and "1 only in B" in across

@@ -297,14 +297,16 @@ def _notes(
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no configurations"
-    notes = [f"{len(rows)} configurations: {summary}", RULE]
-    notes += _advice_notes(rows)
-    notes += _disturbed_notes(rows)
-    if a["machine"] != b["machine"]:
+    notes = []
+    if a["machine"] != b["machine"]:  # first: every figure below compares the machines too
         notes.append(
             f"note: the two sweeps ran on different machines (A on {labels[a['machine']]}, B on "
-            f"{labels[b['machine']]}): the ratios compare the machines too"
+            f"{labels[b['machine']]}; the fingerprint covers the CPU model and its kernel-choosing "
+            "features): the ratios compare the machines too"
         )
+    notes += [f"{len(rows)} configurations: {summary}", RULE]
+    notes += _advice_notes(rows)
+    notes += _disturbed_notes(rows)
     return notes
 
 
