@@ -191,3 +191,13 @@ def test_a_bad_detect_is_one_line(cli, write_matrix, value):
     write_matrix(THREE)
     result = cli("run", "--matrix", "m.yaml", "--dry-run", "--detect", value)
     assert result.exit_code == 1 and "--detect" in result.output and result.output.count("\n") == 1
+
+
+def test_the_batch_and_modes_tables_carry_the_interval_over_runs(cli, write_matrix, workdir):
+    write_matrix(THREE)
+    assert cli("run", "--matrix", "m.yaml").exit_code == 0
+    for name in ("batch", "modes"):
+        text = cli("report", "--table", name).output
+        assert "ms/image 95 % over runs" in text and "(n=3)" in text, text
+        (record, *_) = json.loads(cli("report", "--table", name, "--format", "json").output)["rows"]
+        assert record["n"] == 3 and record["seconds_per_image_low"] <= record["seconds_per_image_high"]

@@ -279,6 +279,26 @@ def against_baseline(r: dict[str, Any], value: float | None, text: Callable[[flo
     return text(value) + (disturbed_mark(r) or disturbed_mark(r["baseline"]))
 
 
+# A cell's runs (`runs: N`): how many ok, undisturbed runs it rests on and the 95 % bootstrap
+# interval of their median seconds per image (query/select.py: interval).
+INTERVAL_KEYS = ["n", "seconds_per_image_low", "seconds_per_image_high"]
+
+
+def interval_cell(r: dict[str, Any]) -> str:
+    """`24.1–26.9 (n=5)` ms per image; `n=1` for a single run, which has no interval; — else."""
+    low, high, n = r.get("seconds_per_image_low"), r.get("seconds_per_image_high"), r.get("n") or 0
+    if low is None or high is None:
+        return f"n={n}" if n else "—"
+    return f"{number(low * 1000)}–{number(high * 1000)} (n={n})"
+
+
+def interval_columns(rows: Sequence[dict[str, Any]]) -> list[Column]:
+    """The column of the interval over runs, where a cell of the table ran more than once."""
+    if not any((r.get("n") or 0) > 1 for r in rows):
+        return []
+    return [Column("ms/image 95 % over runs", "seconds_per_image_low", interval_cell)]
+
+
 def ips_cell(r: dict[str, Any]) -> str:
     """images/s, median (min–max), marked where disturbed (the batch and inference tables)."""
     ips = with_range(r["images_per_second_median"], r["images_per_second_min"], r["images_per_second_max"])

@@ -10,8 +10,10 @@ from typing import Any
 from orchestrator.config import samples
 from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
 from orchestrator.report.tables.base import (
+    INTERVAL_KEYS,
     TOKEN_KEYS,
     Table,
+    interval_columns,
     ips_cell,
     key_columns,
     keys_of,
@@ -48,12 +50,13 @@ def batch(db: Database, sel: Selection) -> Table:
         Column("outcome", "outcome", lambda r: r["outcome"]),
         Column("images/s (median, min–max)", "images_per_second_median", ips_cell),
         Column("ms/image (median, min–max)", "seconds_per_image_median", _ms_cell),
+        *interval_columns(rows),
         Column("images/s vs smallest batch", "speedup_vs_smallest_batch", _speedup_cell),
         *token_columns(rows),
         Column("runs", "runs"),
         *sample_columns(),
     ]
-    table.record_keys = [*keys, "batch_size", *BATCH_KEYS, *TOKEN_KEYS]
+    table.record_keys = [*keys, "batch_size", *BATCH_KEYS, *INTERVAL_KEYS, *TOKEN_KEYS]
     table.records = [record_of(r, table.record_keys) for r in rows]
     table.notes += samples.mark_notes(rows)
     return table

@@ -9,8 +9,10 @@ from typing import Any
 from orchestrator.config import samples
 from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, disturbed_mark, sort_key
 from orchestrator.report.tables.base import (
+    INTERVAL_KEYS,
     TOKEN_KEYS,
     Table,
+    interval_columns,
     ips_cell,
     key_columns,
     keys_of,
@@ -49,10 +51,11 @@ def inference(db: Database, sel: Selection) -> Table:
         Column("s/1000 images (median, min–max)", "seconds_per_1000_images_median", _s1000_cell),
         Column("images/s (median, min–max)", "images_per_second_median", ips_cell),
         *token_columns(rows),
+        *interval_columns(rows),
         Column("runs", "runs"),
         *sample_columns(),
     ]
-    table.record_keys = [*keys, "batch_size", *INFERENCE_KEYS, *TOKEN_KEYS]
+    table.record_keys = [*keys, "batch_size", *INFERENCE_KEYS, *INTERVAL_KEYS, *TOKEN_KEYS]
     table.records = [record_of(r, table.record_keys) for r in rows]
     table.notes += samples.mark_notes(rows)
     return table

@@ -19,8 +19,10 @@ from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.report.query import execution
 from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, sort_key
 from orchestrator.report.tables.base import (
+    INTERVAL_KEYS,
     Table,
     against_baseline,
+    interval_columns,
     key_columns,
     keys_of,
     load,
@@ -57,8 +59,8 @@ def modes(db: Database, sel: Selection) -> Table:
         _step(r)
     _speedups(rows)
     table.rows = rows
-    table.columns = key_columns(keys) + COLUMNS + sample_columns()
-    table.record_keys = [*keys, *(k for k in RECORD_KEYS if k not in keys)]
+    table.columns = key_columns(keys) + COLUMNS + interval_columns(rows) + sample_columns()
+    table.record_keys = [*keys, *(k for k in [*RECORD_KEYS, *INTERVAL_KEYS] if k not in keys)]
     table.records = [record_of(r, table.record_keys) for r in rows]
     table.notes += samples.mark_notes(rows)
     if any(execution.compile_mark(r) for r in rows):
