@@ -336,3 +336,32 @@ def test_page_of_a_pytorch_sweep(tmp_path: Path, pytorch_python: Path):
     assert [i for i in ids if i.startswith("timeline-pytorch-")] and page.empty == []
     assert "Every configuration ended ok" in index.read_text()
     check_screenshot(index, tmp_path)
+
+
+RUNS_SWEEP = """
+name: html-runs
+settings: {framework: fault, epochs: 2, warmup_steps: 0, dataset_size: 64, runs: 3, sample_interval: 0}
+axes: {batch_size: [4, 8]}
+"""
+
+
+def test_batch_plot_of_several_runs_has_error_bars_from_the_runs(tmp_path: Path):
+    db = tmp_path / "bench.db"
+    assert "6 ok" in run_sweep(tmp_path, RUNS_SWEEP, db)
+    page, _ = make_page(db, tmp_path / "site")
+    (plot_id,) = [p for p in page.images if p.startswith("batch-")]
+    (line,) = page.series(plot_id)
+    with sqlite3.connect(db) as conn:
+        spi = {
+            b: sorted(
+                v for (v,) in conn.execute("SELECT seconds_per_image FROM runs WHERE batch_size = ?", (b,))
+            )
+            for b in (4, 8)
+        }
+    for x, ms, low, high in zip(
+        line["x"], line["ms_per_image"], line["ms_per_image_low"], line["ms_per_image_high"], strict=True
+    ):
+        runs = [v * 1000 for v in spi[int(x)]]
+        assert ms == pytest.approx(runs[1])  # the median of three runs
+        assert runs[0] - 1e-12 <= low <= ms <= high <= runs[-1] + 1e-12  # within the runs' range
+    assert line["images_per_second_low"][0] == pytest.approx(1000 / line["ms_per_image_high"][0])

@@ -23,6 +23,7 @@ from orchestrator.report.html import plots
 from orchestrator.report.query import execution
 from orchestrator.report.query.select import varying
 from orchestrator.report.query.sweeps import model_label
+from orchestrator.stats import bootstrap
 from orchestrator.storage.db import Database
 
 Row = dict[str, Any]
@@ -148,13 +149,27 @@ def _batch_series(
     batches = sorted(by_batch)
     ms = [statistics.median(r["seconds_per_image"] * 1000 for r in by_batch[b]) for b in batches]
     ips = [1000 / m for m in ms]  # from the same aggregate as ms/image (orchestrator/config/samples.py)
+    bounds = [_interval_ms([r["seconds_per_image"] for r in by_batch[b]]) for b in batches]
     look = {
         "colour": colour,
         "marker": plots.MARKERS[style % len(plots.MARKERS)],
         "linestyle": plots.LINESTYLES[style % len(plots.LINESTYLES)],
     }
     xs = [float(b) for b in batches]
-    return plots.Series(label, xs, ms, **look), plots.Series(label, xs, ips, **look)
+    low, high = [b[0] for b in bounds], [b[1] for b in bounds]
+    per_image = plots.Series(label, xs, ms, lows=low, highs=high, **look)
+    ips_low = [1000 / h if h else None for h in high]  # the faster end of the time is the higher rate
+    ips_high = [1000 / lo if lo else None for lo in low]
+    throughput = plots.Series(label, xs, ips, lows=ips_low, highs=ips_high, **look)
+    return per_image, throughput
+
+
+def _interval_ms(figures: Sequence[float]) -> tuple[float | None, float | None]:
+    """The 95 % bootstrap interval of the runs' median time per image, in ms (none for one run)."""
+    if len(figures) < 2:
+        return None, None
+    found = bootstrap.cell_estimate(figures)
+    return (found.low * 1000 if found.low else None), (found.high * 1000 if found.high else None)
 
 
 def _batch_lines(part: Sequence[Row], extra: Sequence[str]) -> list[tuple[plots.Series, plots.Series]]:
@@ -180,6 +195,9 @@ def series_data(pairs: Sequence[Sequence[plots.Series]], names: Sequence[str]) -
     for pair in pairs:
         line: Row = {"label": pair[0].label, "x": pair[0].xs}
         line.update({name: s.ys for name, s in zip(names, pair, strict=True)})
+        for name, s in zip(names, pair, strict=True):  # the error bars: intervals over runs
+            if s.lows is not None and any(v is not None for v in s.lows):
+                line[f"{name}_low"], line[f"{name}_high"] = s.lows, s.highs
         data.append(line)
     return data
 

@@ -70,6 +70,9 @@ class Series:
     colour: str = "#000000"
     marker: str = "o"
     linestyle: str = "-"
+    # Each point's 95 % interval over runs (None where a point rests on one run): error bars.
+    lows: list[float | None] | None = None
+    highs: list[float | None] | None = None
 
 
 @dataclass
@@ -142,6 +145,20 @@ def _spread_y(ax: Axes, values: Sequence[float]) -> None:
         ax.set_yscale("log")
 
 
+def _error_bars(ax: Axes, s: Series) -> None:
+    """The points' intervals over runs, where they have one."""
+    if s.lows is None or s.highs is None:
+        return
+    bars = [
+        (x, y, y - low, high - y)
+        for x, y, low, high in zip(s.xs, s.ys, s.lows, s.highs, strict=True)
+        if low is not None and high is not None
+    ]
+    if bars:
+        xs, ys, below, above = (list(v) for v in zip(*bars, strict=True))
+        ax.errorbar(xs, ys, yerr=[below, above], fmt="none", ecolor=s.colour, elinewidth=1.0, capsize=3)
+
+
 def _draw(ax: Axes, series: Sequence[Series]) -> None:
     for s in series:
         ax.plot(
@@ -154,6 +171,7 @@ def _draw(ax: Axes, series: Sequence[Series]) -> None:
             linewidth=1.6,
             markersize=5,
         )
+        _error_bars(ax, s)
     ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
 
 
