@@ -4,6 +4,6 @@ sidecar sampler (sampler_overhead), kernel tracing (tracing_overhead), the Ray e
 (ray_overhead), writing a run's record (db_write_cost), the framework probe (probe_cost), reports
 and the ETA on a big database (make_big_db, report_speed, eta_cost), the reports' output before
 and after a change (report_snapshot), calibration's noise
-(calibration_noise), the disturbance detector (disturbance) and how much timing a run needs
-(autorange). README.md says what each prints and how to run it.
+(calibration_noise), the disturbance detector (disturbance), how much timing a run needs
+(autorange) and the between-process spread under launch policies (process_noise). README.md says what each prints and how to run it.
 """
