@@ -17,7 +17,8 @@ added to its environment, or a command it starts under (execute's extra_env and 
 Each run's figure is its median seconds per image over its timed epochs
 (orchestrator.config.samples.run_summary, what the reports show). Per policy it prints n, the runs'
 median ms per image, the coefficient of variation between processes (stdev / mean of the runs'
-figures) with a 95 % bootstrap interval (runs resampled), and the CPU (in cores) that other
+figures) with a 95 % bootstrap interval (runs resampled), the CV net of rounds (each run over its
+round's median across policies: the drift all policies shared taken out), and the CPU (in cores) that other
 processes used meanwhile (/proc/stat). Before each round it waits while another process runs
 pytest (--wait-for), and it starts no round that would end after --deadline. A benchmark, not a
 test: it asserts nothing and exits 0 once it has measured.
@@ -166,15 +167,25 @@ def cv_interval(values: list[float], seed: int) -> tuple[float, float]:
     return draws[int(0.025 * BOOTSTRAP)], draws[int(0.975 * BOOTSTRAP) - 1]
 
 
-def summary_line(name: str, rows: list[dict[str, Any]], seed: int) -> str:
+def net_of_rounds(per: dict[str, list[dict[str, Any]]]) -> dict[str, list[float]]:
+    """Each run's figure over its round's median across policies: what is left of the spread once
+    the drift that every policy of a round shared (the machine's, not the process's) is taken out."""
+    rounds = min(len(rows) for rows in per.values())
+    medians = [statistics.median(rows[i]["ms_per_image"] for rows in per.values()) for i in range(rounds)]
+    return {name: [rows[i]["ms_per_image"] / medians[i] for i in range(rounds)] for name, rows in per.items()}
+
+
+def summary_line(name: str, rows: list[dict[str, Any]], seed: int, net: list[float]) -> str:
     if len(rows) < 2:
         return f"{name:9} n={len(rows)}: too few runs for a spread"
     ms = [r["ms_per_image"] for r in rows]
     low, high = cv_interval(ms, seed)
     loads = [r["other_load"] for r in rows]
+    drift_free = f"{100 * cv(net):4.1f}%" if len(net) > 1 else "  -  "
     return (
         f"{name:9} n={len(ms):2}  median {statistics.median(ms):7.3f} ms/image"
         f"  CV {100 * cv(ms):5.1f}% (95% {100 * low:4.1f}-{100 * high:4.1f})"
+        f"  net of rounds {drift_free}"
         f"  range {min(ms):.3f}-{max(ms):.3f}"
         f"  other load median {statistics.median(loads):4.2f} max {max(loads):4.2f} cores"
     )
@@ -251,8 +262,9 @@ def main(argv: list[str] | None = None) -> int:
                 record = {"config": base.label(), "seed": args.seed, "waited_seconds": waited, "runs": per}
                 args.json.write_text(json.dumps(record, indent=1) + "\n")
     print(f"{base.label()}: waited {waited:.0f} s for other pytest runs", flush=True)
+    net = net_of_rounds(per) if len(per) > 1 and all(len(rows) > 1 for rows in per.values()) else {}
     for name, rows in per.items():
-        print(summary_line(name, rows, args.seed), flush=True)
+        print(summary_line(name, rows, args.seed, net.get(name, [])), flush=True)
     return 0
 
 
