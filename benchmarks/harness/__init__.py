@@ -5,6 +5,7 @@ sidecar sampler (sampler_overhead), kernel tracing (tracing_overhead), the Ray e
 and the ETA on a big database (make_big_db, report_speed, eta_cost), the reports' output before
 and after a change (report_snapshot), calibration's noise
 (calibration_noise), the disturbance detector (disturbance), how much timing a run needs
-(autorange), and how often the verdict on runs errs, A/A and power (aa_power).
-README.md says what each prints and how to run it.
+(autorange), the between-process spread under launch policies (process_noise), and how often
+the verdict on runs errs, A/A and power (aa_power). README.md says what each prints and how to
+run it.
 """

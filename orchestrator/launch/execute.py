@@ -5,7 +5,7 @@ lifecycle (launch/lifecycle.py: start → watch → end → gather)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from orchestrator.config.run_config import RunConfig
@@ -24,12 +24,17 @@ def execute(
     data_file: Path | None = None,
     on_worker_start: Callable[[int], None] | None = None,
     token: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> RunRecord:
     """Run one configuration to its end, in its framework's environment; always returns a record,
     whatever happened.
 
     ``on_worker_start(pid)`` learns the worker's pid (its process group) as soon as it exists.
     ``token`` marks every process of the run, the sampler's included (orchestrator/launch/orphans.py).
+    ``extra_env`` and ``prefix``: variables added to the worker's environment and a command the
+    worker is started under (``setarch -R``), for benchmarks of launch policies
+    (benchmarks/harness/process_noise.py); a run of one worker only.
     """
     return launch(
         config,
@@ -39,6 +44,8 @@ def execute(
         data_file=data_file,
         on_worker_start=on_worker_start,
         token=token,
+        extra_env=extra_env,
+        prefix=prefix,
     )
 
 
@@ -56,14 +63,21 @@ def launch(
     data_file: Path | None = None,
     on_worker_start: Callable[[int], None] | None = None,
     token: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> RunRecord:
     """A worker's run: its folder and spec.json, its interpreter and environment, the worker run in
     its own process group (beside the sampler, under nsys where the settings ask), its outcome
     classified, everything it left gathered into a record.
 
     ``task`` is the spec's: train, or probe (`bench models`: build the model, count its
-    parameters). ``sample`` False keeps the sampler off whatever the settings say.
+    parameters). ``sample`` False keeps the sampler off whatever the settings say. ``extra_env``,
+    ``prefix``: as execute's.
     """
+    if config.replica_count > 1 and (extra_env or prefix):
+        # Replicas are started by their own path (start_replica); a policy silently left off
+        # them would be measured as if applied.
+        raise ValueError("extra_env and prefix apply to a run of one worker, not to replicas")
     token = token or orphans.new_token()
     run_dir.mkdir(parents=True)
     found = interpreter()
@@ -74,7 +88,14 @@ def launch(
     pinned = frozenset(cpus) if cpus is not None else None
     runs = python is not None and cpus_problem is None
     # What cannot run has no sampler; its command is still nsys's where the settings ask for it.
-    options = Options(task=task, sample=sample and runs, trace=python is not None, data_file=data_file)
+    options = Options(
+        task=task,
+        sample=sample and runs,
+        trace=python is not None,
+        data_file=data_file,
+        extra_env=dict(extra_env or {}),
+        prefix=tuple(prefix),
+    )
     one = lifecycle.start(config, run_dir, python, pinned, options, on_worker_start)
     started = now()
     if not runs:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +85,18 @@ def write_spec(
     return path
 
 
-def shell_command(run_dir: Path, env: dict[str, str], threads: dict[str, str], cmd: list[str]) -> str:
-    """The command that reproduces the worker's run, as the runs table stores it."""
+def shell_command(
+    run_dir: Path,
+    env: dict[str, str],
+    threads: dict[str, str],
+    cmd: list[str],
+    extra_env: Mapping[str, str] | None = None,
+) -> str:
+    """The command that reproduces the worker's run, as the runs table stores it (``extra_env``:
+    the variables a launch policy added, named so the command still reproduces the run)."""
     assignments = [f"PYTHONPATH={shlex.quote(env['PYTHONPATH'])}"]
     assignments += [f"{k}={v}" for k, v in threads.items()]
+    assignments += [f"{k}={shlex.quote(v)}" for k, v in (extra_env or {}).items()]
     return f"cd {shlex.quote(str(run_dir))} && {' '.join(assignments)} {shlex.join(cmd)}"
 
 
@@ -127,6 +135,10 @@ class Options:
     sample: bool = True  # False: no sampler, whatever the settings say
     trace: bool = True  # False: never under nsys (a replica other than 0, a run that cannot start)
     data_file: Path | None = None
+    # A launch policy's (execute's extra_env and prefix): variables added to the environment, and a
+    # command the worker runs under, outside nsys.
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    prefix: tuple[str, ...] = ()
 
 
 def start(
@@ -141,13 +153,15 @@ def start(
     yet. ``python`` None: the interpreter is missing, the command names it for the record."""
     write_spec(where, config, options.data_file, options.task, options.replica)
     env, variables = worker_env(config, options.threads)
+    env.update(options.extra_env)
     cmd = [str(python or f"<{config.framework} python>"), "-m", "workers", "--spec", "spec.json"]
     cmd, note = tracing.wrap(config, cmd, env) if options.trace else (cmd, None)
+    cmd = [*options.prefix, *cmd]
     pinned = set(cpus) if cpus is not None else None
     sidecar = sidecar_for(config, where, pinned) if options.sample else None
     on_exit = sidecar.stop if sidecar else None
     member = Member(cmd, env, where, pinned, on_start=_on_start(sidecar, on_worker_start), on_exit=on_exit)
-    command = shell_command(where, env, variables, cmd)
+    command = shell_command(where, env, variables, cmd, options.extra_env)
     return Start(member, sidecar, command, variables, note, cpus, options.threads)
 
 
