@@ -201,3 +201,19 @@ def test_the_batch_and_modes_tables_carry_the_interval_over_runs(cli, write_matr
         assert "ms/image 95 % over runs" in text and "(n=3)" in text, text
         (record, *_) = json.loads(cli("report", "--table", name, "--format", "json").output)["rows"]
         assert record["n"] == 3 and record["seconds_per_image_low"] <= record["seconds_per_image_high"]
+
+
+def test_the_note_on_single_run_cells_names_a_few_and_counts_the_rest():
+    from orchestrator.report.notes import ranking
+
+    rows = []
+    for model in ("small_cnn", "alexnet", "resnet50", "vgg16", "mobilenet_v2"):
+        for framework in ("pytorch", "tensorflow"):
+            row = RunConfig(framework=framework, model=model).to_dict()
+            row.update(ok_runs=1, seconds_per_image_median=0.01, n=1, run_figures=[0.01])
+            rows.append(row)
+    notes = ranking.rank(rows, lambda r: r["model"])
+    (note,) = notes
+    named = note.split(" rest on ")[0]
+    assert named.startswith("not ranked: ") and named.endswith("and 4 more cells") and named.count(", ") == 5
+    assert all("rank" not in r for r in rows)

@@ -17,6 +17,7 @@ from orchestrator.stats import ranking
 from orchestrator.text.formats import number
 
 Row = dict[str, Any]
+NAMED = 6  # single-run cells the note names before it counts the rest
 NOTE = (
     "rank: per column, frameworks that share a rank (1=) cannot be told apart by their runs (the 95 % "
     "bootstrap interval of their ratio holds 1, or the Mann-Whitney test on the runs gives p >= 0.05); "
@@ -43,7 +44,10 @@ def rank(rows: list[Row], cell: Callable[[Row], str]) -> list[str]:
         ranked = True
     notes = [NOTE] if ranked else []
     if unranked:
-        notes.append(UNRANKED.format(cells=", ".join(sorted(set(unranked)))))
+        single = sorted(set(unranked))
+        more = f" and {len(single) - NAMED} more cells" if len(single) > NAMED else ""
+        named = ", ".join(single[:NAMED]) + more
+        notes.append(UNRANKED.format(cells=named))
     return notes
 
 
