@@ -13,6 +13,7 @@ from typing import Any
 
 from orchestrator.config.run_config import FIELD_NAMES, RunConfig
 from orchestrator.report.query.select import varying
+from orchestrator.stats.planning import MOST_RUNS  # a plan past it says only "more than"
 from orchestrator.text.formats import Column, render
 
 FINISHED = "finished, skipped by --resume"
@@ -68,7 +69,7 @@ def listing(
             "config_hash": c.config_hash,
             **{name: _text(getattr(c, name)) for name in differ},
             "note": _note(c, f),
-            "runs needed": "?" if n is None else str(n),
+            "runs needed": "?" if n is None else (f"> {n - 1:,}" if n > MOST_RUNS else str(n)),
         }
         for i, (c, f, n) in enumerate(zip(configs, finished, needed, strict=True), start=1)
     ]

@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from orchestrator.config.run_config import RunConfig
+from orchestrator.errors import StatsError
 from orchestrator.stats import planning
 from orchestrator.storage.db import Database
 
@@ -90,7 +91,10 @@ def plan_lines(configs: Sequence[RunConfig], cells: Cells, difference: float) ->
             needed.append(None)
             continue
         sources.setdefault(spread.source, spread)
-        needed.append(planning.runs_needed(spread.cv, difference))
+        try:
+            needed.append(planning.runs_needed(spread.cv, difference))
+        except StatsError:  # more runs than the planner will plan: said per configuration
+            needed.append(planning.MOST_RUNS + 1)
     if not sources:
         return needed, (
             f"runs needed to tell {difference:.0%} apart: unknown, no earlier cell of two runs or more "
