@@ -6,6 +6,7 @@ and the ETA on a big database (make_big_db, report_speed, eta_cost), the reports
 and after a change (report_snapshot), calibration's noise
 (calibration_noise), the disturbance detector (disturbance), how much timing a run needs
 (autorange), the between-process spread under launch policies (process_noise), and how often
-the verdict on runs errs, A/A and power (aa_power). README.md says what each prints and how to
+the verdict on runs errs, A/A and power (aa_power), and the UMONS poster's CPU ranking
+against bench's runs (poster_ranking). README.md says what each prints and how to
 run it.
 """

@@ -78,20 +78,27 @@ def sweep(matrix: str, folder: Path, db: Path) -> float:
 
 
 def figures(db: Path, sweep_id: int) -> dict[str, list[float]]:
-    """Each configuration's ok runs' seconds per image in one sweep, by its label (work or framework)."""
+    """Each configuration's quiet ok runs' seconds per image in one sweep, by its label (work or
+    framework). A disturbed run is left out, as the verdict leaves it out; disturbed_runs counts them."""
     conn = sqlite3.connect(db)
     try:
         rows = conn.execute(
-            "SELECT framework, json_extract(fault, '$.work'), seconds_per_image FROM runs "
+            "SELECT framework, json_extract(fault, '$.work'), seconds_per_image, disturbed FROM runs "
             "WHERE sweep_id = ? AND outcome = 'ok' AND seconds_per_image IS NOT NULL",
             (sweep_id,),
         ).fetchall()
     finally:
         conn.close()
     cells: dict[str, list[float]] = {}
-    for framework, work, spi in rows:
+    for framework, work, spi, disturbed in rows:
+        if disturbed == 1:
+            DISTURBED.append((sweep_id, framework, spi))
+            continue
         cells.setdefault(str(work) if framework == "fault" else framework, []).append(spi)
     return cells
+
+
+DISTURBED: list[tuple[int, str, float]] = []
 
 
 def other_load(before: tuple[float, float], after: tuple[float, float], own: float) -> float:
@@ -159,7 +166,20 @@ def aa(args: argparse.Namespace) -> dict[str, Any]:
             found = comparison.compare_table([(a[k], b[k]) for k in keys], correction="holm")
             load = other_load(before, cpu_busy(), children_cpu() - own)
             calls = {k: c.verdict for k, c in zip(keys, found, strict=True)}
-            trials.append({"trial": trial, "verdicts": calls, "wall_seconds": wall, "other_load_cores": load})
+            sizes = {k: [len(a[k]), len(b[k])] for k in keys}
+            p_values = {k: c.p_value for k, c in zip(keys, found, strict=True)}
+            ratios = {k: c.ratio.centre for k, c in zip(keys, found, strict=True)}
+            trials.append(
+                {
+                    "trial": trial,
+                    "verdicts": calls,
+                    "p": p_values,
+                    "ratio": ratios,
+                    "sizes": sizes,
+                    "wall_seconds": wall,
+                    "other_load_cores": load,
+                }
+            )
             print(f"trial {trial}: {calls}, {wall:.0f} s, other load {load:.2f} cores", flush=True)
     comparisons = sum(len(t["verdicts"]) for t in trials)
     different = sum(v in ("faster", "slower") for t in trials for v in t["verdicts"].values())
@@ -171,6 +191,9 @@ def aa(args: argparse.Namespace) -> dict[str, Any]:
         "comparisons": comparisons,
         "called_different": different,
         "share": different / comparisons if comparisons else None,
+        "disturbed_runs_left_out": len(DISTURBED),
+        "fewest_runs_a_side": min((min(v) for t in trials for v in t["sizes"].values()), default=None),
+        "uncorrected_p_below_5_percent": sum(p < 0.05 for t in trials for p in t["p"].values()),
     }
 
 
