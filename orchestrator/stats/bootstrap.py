@@ -118,11 +118,16 @@ def _check(resamples: int, level: float) -> None:
 
 
 def cell_estimate(
-    runs: Sequence[sample.RunLike], seed: int = 0, resamples: int = RESAMPLES, level: float = LEVEL
+    runs: Sequence[sample.RunLike],
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+    positive: bool = True,
 ) -> Estimate:
-    """The cell's figure (median over runs of each run's figure) and its bootstrap interval."""
+    """The cell's figure (median over runs of each run's figure) and its bootstrap interval.
+    `positive=False` for figures that are not times (an accuracy may be 0)."""
     _check(resamples, level)
-    checked = sample.cell(runs)
+    checked = sample.cell(runs, positive=positive)
     centre = sample.cell_figure(checked)
     if len(checked) == 1:
         return Estimate(centre, None, None, 1)

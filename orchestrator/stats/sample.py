@@ -22,7 +22,7 @@ Cell = tuple[Run, ...]  # one configuration's runs (at least one)
 RunLike = float | Sequence[float]
 
 
-def _figure(value: object, where: str) -> float:
+def _figure(value: object, where: str, positive: bool = True) -> float:
     # bool is a Real too, and a True stored where a time belongs is a damaged row, not a 1.
     if isinstance(value, bool) or not isinstance(value, Real):
         raise StatsError(f"{where}: {value!r} is not a number")
@@ -31,29 +31,30 @@ def _figure(value: object, where: str) -> float:
         raise StatsError(f"{where}: NaN is not a figure")
     if math.isinf(number):
         raise StatsError(f"{where}: {number} is not a finite figure")
-    if number <= 0:
+    if positive and number <= 0:
         raise StatsError(f"{where}: {number!r} is not a positive time")
     return number
 
 
-def run(values: RunLike, where: str = "run") -> Run:
-    """One run's figures, checked: a single number is a run whose epochs are not known."""
+def run(values: RunLike, where: str = "run", positive: bool = True) -> Run:
+    """One run's figures, checked: a single number is a run whose epochs are not known.
+    `positive=False` for a figure that may be 0 or below (an accuracy, a loss), never for a time."""
     if isinstance(values, str | bytes):
         raise StatsError(f"{where}: {values!r} is not a number")
     if not isinstance(values, Sequence):
-        return (_figure(values, where),)
+        return (_figure(values, where, positive),)
     if not values:
         raise StatsError(f"{where}: a run with no figures")
-    return tuple(_figure(v, f"{where}, figure {i + 1}") for i, v in enumerate(values))
+    return tuple(_figure(v, f"{where}, figure {i + 1}", positive) for i, v in enumerate(values))
 
 
-def cell(runs: Sequence[RunLike], where: str = "cell") -> Cell:
+def cell(runs: Sequence[RunLike], where: str = "cell", positive: bool = True) -> Cell:
     """One configuration's runs, checked; refuses an empty cell."""
     if isinstance(runs, str | bytes) or not isinstance(runs, Sequence):
         raise StatsError(f"{where}: {runs!r} is not a list of runs")
     if not runs:
         raise StatsError(f"{where}: no runs")
-    return tuple(run(r, f"{where}, run {i + 1}") for i, r in enumerate(runs))
+    return tuple(run(r, f"{where}, run {i + 1}", positive) for i, r in enumerate(runs))
 
 
 def run_figure(one: Run) -> float:

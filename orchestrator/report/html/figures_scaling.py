@@ -65,6 +65,10 @@ def _lines(group: Sequence[Row]) -> list[tuple[plots.Series, plots.Series]]:
         colour = plots.framework_colour(str(key[0]), i)
         xs = [float(c["replica_count"]) for c in cells]
         rate = plots.Series(label, xs, [c["images_per_second_median"] for c in cells], colour)
+        # Error bars: the 95 % interval over runs (images/s: the seconds per image's turned over;
+        # efficiency: its ratio's, tables/scaling.py), where a point rests on two runs or more.
+        rate.lows = [_inverse(c.get("seconds_per_image_high")) for c in cells]
+        rate.highs = [_inverse(c.get("seconds_per_image_low")) for c in cells]
         known = [c for c in cells if c.get("scaling_efficiency") is not None]
         efficiency = plots.Series(
             label,
@@ -72,8 +76,14 @@ def _lines(group: Sequence[Row]) -> list[tuple[plots.Series, plots.Series]]:
             [c["scaling_efficiency"] for c in known],
             colour,
         )
+        efficiency.lows = [c.get("scaling_efficiency_low") for c in known]
+        efficiency.highs = [c.get("scaling_efficiency_high") for c in known]
         pairs.append((rate, efficiency))
     return pairs
+
+
+def _inverse(value: float | None) -> float | None:
+    return 1 / value if value else None
 
 
 def draw(title: str, lines: Sequence[tuple[plots.Series, plots.Series]]) -> bytes:
@@ -85,6 +95,7 @@ def draw(title: str, lines: Sequence[tuple[plots.Series, plots.Series]]) -> byte
         for pair in lines:
             s = pair[index]
             ax.plot(s.xs, s.ys, label=plots.plain(s.label), color=s.colour, marker=s.marker, linewidth=1.6)
+            plots.error_bars(ax, s)
         ax.set_xticks(counts)
         ax.set_xlabel("replicas")
         ax.set_ylabel(ylabel)

@@ -145,7 +145,7 @@ def _spread_y(ax: Axes, values: Sequence[float]) -> None:
         ax.set_yscale("log")
 
 
-def _error_bars(ax: Axes, s: Series) -> None:
+def error_bars(ax: Axes, s: Series) -> None:
     """The points' intervals over runs, where they have one."""
     if s.lows is None or s.highs is None:
         return
@@ -171,7 +171,7 @@ def _draw(ax: Axes, series: Sequence[Series]) -> None:
             linewidth=1.6,
             markersize=5,
         )
-        _error_bars(ax, s)
+        error_bars(ax, s)
     ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
 
 

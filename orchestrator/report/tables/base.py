@@ -29,6 +29,7 @@ from orchestrator.report.query.select import (
     varying,
 )
 from orchestrator.report.query.sweeps import sweep_heading
+from orchestrator.stats import bootstrap
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number, render
 from workers import models
@@ -297,6 +298,53 @@ def interval_columns(rows: Sequence[dict[str, Any]]) -> list[Column]:
     if not any((r.get("n") or 0) > 1 for r in rows):
         return []
     return [Column("ms/image 95 % over runs", "seconds_per_image_low", interval_cell)]
+
+
+def rate_interval_cell(r: dict[str, Any]) -> str:
+    """images/s over runs: `37.2–41.0 (n=5)`, the interval of the median seconds per image turned
+    over; `n=1` for a single run; — else."""
+    low, high, n = r.get("seconds_per_image_low"), r.get("seconds_per_image_high"), r.get("n") or 0
+    if not low or not high:
+        return f"n={n}" if n else "—"
+    return f"{number(1 / high)}–{number(1 / low)} (n={n})"
+
+
+def rate_interval_columns(rows: Sequence[dict[str, Any]]) -> list[Column]:
+    """images/s 95 % over runs, where a cell of the table ran more than once (tables that show
+    throughput rather than time)."""
+    if not any((r.get("n") or 0) > 1 for r in rows):
+        return []
+    return [Column("images/s 95 % over runs", "seconds_per_image_high", rate_interval_cell)]
+
+
+def speedup_interval(r: dict[str, Any], base: dict[str, Any] | None, scale: float = 1.0) -> tuple[Any, Any]:
+    """The 95 % interval of a speed-up, the base cell's seconds per image over this cell's (above 1:
+    this cell is faster), times `scale`, from both cells' runs (stats/bootstrap.ratio: each cell
+    resampled on its own); (None, None) where either cell rests on fewer than two runs, whose
+    speed-up keeps its figure with no interval. The base's own row has none either."""
+    if base is None or base is r or (r.get("n") or 0) < 2 or (base.get("n") or 0) < 2:
+        return None, None
+    found = bootstrap.ratio(r["run_figures"], base["run_figures"])  # base / this
+    if found.low is None or found.high is None:
+        return None, None
+    return found.low * scale, found.high * scale
+
+
+def set_speedup_interval(
+    r: dict[str, Any], key: str, base: dict[str, Any] | None, scale: float = 1.0
+) -> None:
+    """r[key + "_low"] and r[key + "_high"]: speedup_interval, where r[key] has a figure."""
+    low, high = speedup_interval(r, base, scale) if r.get(key) is not None else (None, None)
+    r[f"{key}_low"], r[f"{key}_high"] = low, high
+
+
+def with_interval(r: dict[str, Any], key: str, text: Callable[[float], str]) -> str:
+    """A ratio's text and, where it has one, its interval: `×1.85 [1.70–1.98]`."""
+    low, high = r.get(f"{key}_low"), r.get(f"{key}_high")
+    value = text(r[key])
+    if low is None or high is None:
+        return value
+    return f"{value} [{text(low).lstrip('×')}–{text(high).lstrip('×')}]"
 
 
 def ips_cell(r: dict[str, Any]) -> str:

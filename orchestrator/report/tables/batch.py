@@ -21,9 +21,11 @@ from orchestrator.report.tables.base import (
     new_table,
     record_of,
     sample_columns,
+    set_speedup_interval,
     sorting,
     throughput,
     token_columns,
+    with_interval,
     with_range,
 )
 from orchestrator.storage.db import Database
@@ -74,6 +76,8 @@ BATCH_KEYS = [
     "seconds_per_image_min",
     "seconds_per_image_max",
     "speedup_vs_smallest_batch",
+    "speedup_vs_smallest_batch_low",
+    "speedup_vs_smallest_batch_high",
     "memory_wall_batch",
     *samples.SAMPLE_KEYS,
     *DISTURBANCE_KEYS,
@@ -99,13 +103,15 @@ def _walls(rows: list[dict[str, Any]], keys: Sequence[str]) -> list[str]:
 
 
 def _speedups(rows: list[dict[str, Any]], keys: Sequence[str]) -> None:
-    base: dict[tuple[Any, ...], float] = {}
+    base: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:  # ascending batch size within each group
         group = tuple(r[k] for k in keys)
         ips = r["images_per_second_median"]
         if ips and group not in base:
-            base[group] = ips
-        r["speedup_vs_smallest_batch"] = ips / base[group] if ips and group in base else None
+            base[group] = r
+        found = base.get(group)
+        r["speedup_vs_smallest_batch"] = ips / found["images_per_second_median"] if ips and found else None
+        set_speedup_interval(r, "speedup_vs_smallest_batch", found)
 
 
 def _ms_cell(r: dict[str, Any]) -> str:
@@ -115,5 +121,6 @@ def _ms_cell(r: dict[str, Any]) -> str:
 
 
 def _speedup_cell(r: dict[str, Any]) -> str:
-    value = r["speedup_vs_smallest_batch"]
-    return "—" if value is None else f"×{value:.2f}"
+    if r["speedup_vs_smallest_batch"] is None:
+        return "—"
+    return with_interval(r, "speedup_vs_smallest_batch", lambda v: f"×{v:.2f}")

@@ -31,8 +31,10 @@ from orchestrator.report.tables.base import (
     outcome_text,
     record_of,
     sample_columns,
+    set_speedup_interval,
     sorting,
     throughput,
+    with_interval,
 )
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number
@@ -100,8 +102,13 @@ def _speedups(rows: list[Row]) -> None:
         base = baselines.get(_baseline_key(r))
         ok = base is not None and r.get("step_ms_median") and base.get("step_ms_median")
         r["speedup_vs_eager_fp32"] = base["step_ms_median"] / r["step_ms_median"] if ok and base else None
+        set_speedup_interval(r, "speedup_vs_eager_fp32", base if ok else None)
         r["baseline_config_hash"] = base["config_hash"] if ok and base else None
         r["baseline"] = base if ok else None
+
+
+def _times(value: float) -> str:
+    return f"×{value:.2f}"
 
 
 def _compile_cell(r: Row) -> str:
@@ -119,7 +126,9 @@ COLUMNS = [
     Column(
         "speed-up vs eager fp32",
         "speedup_vs_eager_fp32",
-        lambda r: against_baseline(r, r.get("speedup_vs_eager_fp32"), lambda v: f"×{v:.2f}"),
+        lambda r: against_baseline(
+            r, r.get("speedup_vs_eager_fp32"), lambda _: with_interval(r, "speedup_vs_eager_fp32", _times)
+        ),
     ),
     Column("compile s", "compile_seconds", _compile_cell),
     _seconds("first_step_seconds"),
@@ -142,6 +151,8 @@ RECORD_KEYS = [
     "images_per_second_max",
     "seconds_per_image_median",
     "speedup_vs_eager_fp32",
+    "speedup_vs_eager_fp32_low",
+    "speedup_vs_eager_fp32_high",
     "baseline_config_hash",
     "compile_seconds",
     "compile_disturbed",

@@ -19,6 +19,7 @@ from orchestrator.report.notes import device_memory
 from orchestrator.report.query import execution
 from orchestrator.report.query.select import Selection, disturbed_mark, disturbed_note, latest_runs
 from orchestrator.report.query.sweeps import model_label, pick_sweep, sweep_heading
+from orchestrator.stats import bootstrap
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, mib_column, number, render
 from profiler import energy
@@ -280,8 +281,24 @@ def _comparison(
     return out
 
 
+def _rate_interval(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """images/s over runs: the 95 % bootstrap interval of the runs' median seconds per image turned
+    over (stats/bootstrap.py), from the runs no disturbance flagged; None under two such runs."""
+    figures = [r["seconds_per_image"] for r in runs if r.get("seconds_per_image") and r.get("disturbed") != 1]
+    if len(figures) < 2:
+        return {"n": len(figures), "images_per_second_low": None, "images_per_second_high": None}
+    estimate = bootstrap.cell_estimate(figures)
+    assert estimate.low is not None and estimate.high is not None  # two runs or more have one
+    return {
+        "n": len(figures),
+        "images_per_second_low": 1 / estimate.high,
+        "images_per_second_high": 1 / estimate.low,
+    }
+
+
 def _threads_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
+        **_rate_interval(runs),
         "runs": len(runs),
         "cpu_percent_mean": _mean(runs, "cpu_percent_mean"),
         "cpu_percent_max": _max(runs, "cpu_percent_max"),
@@ -311,6 +328,20 @@ def compare_threads(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> list
 def compare_batch(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
     """Peak RSS at batch 1 against the mini-batch sizes."""
     return _comparison(rows, keys, "batch_size", lambda v: v == 1, _batch_summary, "rss_peak_bytes")
+
+
+def _rate_columns(rows: Sequence[dict[str, Any]]) -> list[Column]:
+    """images/s 95 % over runs, where a row rests on two or more quiet runs."""
+    if not any(r.get("images_per_second_low") is not None for r in rows):
+        return []
+    return [Column("images/s 95 % over runs", "images_per_second_low", _rate_cell)]
+
+
+def _rate_cell(r: dict[str, Any]) -> str:
+    low, high = r.get("images_per_second_low"), r.get("images_per_second_high")
+    if low is None or high is None:
+        return f"n={r['n']}"
+    return f"{number(low, 4)}–{number(high, 4)} (n={r['n']})"
 
 
 def _span(low: Any, high: Any) -> str:
@@ -344,6 +375,7 @@ def _sections(comparisons: dict[str, list[dict[str, Any]]], keys: Sequence[str],
                 lambda r: _span(r["threads_steady_min"], r["threads_steady_max"]),
             ),
             Column("images/s", "images_per_second", lambda r: number(r.get("images_per_second"), 4)),
+            *_rate_columns(comparisons["threads"]),
             Column("CPU vs 1 thread", "vs_base", lambda r: _times(r["vs_base"])),
         ]
         parts += ["", "multi-threading: threads=1 against more threads (ok runs only)"]

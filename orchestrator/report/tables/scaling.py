@@ -20,6 +20,7 @@ from orchestrator.config import samples
 from orchestrator.config.run_config import FIELD_NAMES
 from orchestrator.report.query.select import DISTURBANCE_KEYS, Selection, sort_key
 from orchestrator.report.tables.base import (
+    INTERVAL_KEYS,
     Table,
     against_baseline,
     key_columns,
@@ -28,10 +29,13 @@ from orchestrator.report.tables.base import (
     measured_cell,
     new_table,
     outcome_text,
+    rate_interval_columns,
     record_of,
     sample_columns,
+    set_speedup_interval,
     sorting,
     throughput,
+    with_interval,
 )
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column, number
@@ -66,7 +70,7 @@ def scaling(db: Database, sel: Selection) -> Table:
             r["communication_share"] = None
     _efficiencies(rows)
     table.rows = rows
-    table.columns = key_columns(keys) + COLUMNS + sample_columns()
+    table.columns = key_columns(keys) + COLUMNS + rate_interval_columns(rows) + sample_columns()
     table.record_keys = [*keys, *(k for k in RECORD_KEYS if k not in keys)]
     table.records = [record_of(r, table.record_keys) for r in rows]
     table.notes += samples.mark_notes(rows)
@@ -98,6 +102,9 @@ def _efficiencies(rows: list[Row]) -> None:
         ok = r.get("ok_runs") and mine and theirs
         r["scaling_efficiency"] = mine / (r["replica_count"] * theirs) if ok and theirs else None
         r["speedup_vs_one_replica"] = mine / theirs if ok and theirs else None
+        # Intervals from both cells' runs: the speed-up's, and the efficiency's (the same over N).
+        set_speedup_interval(r, "speedup_vs_one_replica", one if ok else None)
+        set_speedup_interval(r, "scaling_efficiency", one if ok else None, 1 / r["replica_count"])
         r["baseline"] = one if ok else None
         r["baseline_config_hash"] = one["config_hash"] if ok and one else None
 
@@ -135,7 +142,9 @@ COLUMNS = [
     Column(
         "efficiency",
         "scaling_efficiency",
-        lambda r: against_baseline(r, r.get("scaling_efficiency"), lambda v: f"{v:.2f}"),
+        lambda r: against_baseline(
+            r, r.get("scaling_efficiency"), lambda _: with_interval(r, "scaling_efficiency", _fraction)
+        ),
     ),
     Column("comm share", "communication_share", _share_cell),
 ]
@@ -150,7 +159,12 @@ RECORD_KEYS = [
     "images_per_second_min",
     "images_per_second_max",
     "speedup_vs_one_replica",
+    "speedup_vs_one_replica_low",
+    "speedup_vs_one_replica_high",
     "scaling_efficiency",
+    "scaling_efficiency_low",
+    "scaling_efficiency_high",
+    *INTERVAL_KEYS,
     "baseline_config_hash",
     "communication_share",
     "communication_unseen",
@@ -158,6 +172,10 @@ RECORD_KEYS = [
     *DISTURBANCE_KEYS,
     "config_hash",
 ]
+
+
+def _fraction(value: float) -> str:
+    return f"{value:.2f}"
 
 
 def _per_replica(r: Row) -> float | None:
