@@ -87,6 +87,15 @@ def test_the_research_grids():
     assert [c.framework for c in quick].count("fault") == 1
 
 
+STUDIES = ["full", "batch-sweep", "optimizers", "threads", "inference", "googlenet-alexnet", "imdb-gru"]
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_a_study_matrix_runs_each_configuration_often_enough_to_rank_it(name):
+    """The exact test can never tell 3 runs from 3 apart; the planner said 5 on this machine."""
+    assert {c.runs for c in load_matrix(MATRICES / f"{name}.yaml").configs} == {5}
+
+
 def test_cifar_cnn_needs_and_uses_the_cifar_folder(tmp_path):
     (tmp_path / "matrices").mkdir()
     shutil.copy(MATRICES / "cifar-cnn.yaml", tmp_path / "matrices")
@@ -98,6 +107,7 @@ def test_cifar_cnn_needs_and_uses_the_cifar_folder(tmp_path):
     configs = load_matrix(tmp_path / "matrices" / "cifar-cnn.yaml").configs
     assert {(c.epochs, c.batch_size, c.lr, c.momentum) for c in configs} == {(10, 64, 0.01, 0.9)}
     assert {c.data_dir for c in configs} == {str(folder)}
+    assert {c.runs for c in configs} == {5}
 
 
 def test_the_gaps_matrix_is_the_one_docs_fairness_md_measured():
