@@ -149,3 +149,25 @@ def test_the_scaling_tables_efficiency_carries_its_interval_over_runs(cli, write
     text = cli("report", "--table", "scaling").output
     assert "images/s 95 % over runs" in text and "(n=2)" in text, text
     assert re.search(r"0\.\d\d \[0\.\d\d–0\.\d\d\]", text), text
+
+
+def test_the_modes_figures_whisker_is_the_interval_over_runs_where_there_is_one():
+    from orchestrator.report.html import figures_modes
+
+    cell = {
+        "framework": "pytorch",
+        "mode_label": "eager",
+        "precision_label": "fp32",
+        "step_ms_median": 80.0,
+        "step_ms_min": 60.0,
+        "step_ms_max": 120.0,
+        "seconds_per_image_median": 0.010,
+        "seconds_per_image_low": 0.009,
+        "seconds_per_image_high": 0.0115,
+        "n": 5,
+    }
+    bar = figures_modes._bar(cell)
+    assert bar["over_runs"] and bar["n"] == 5 and bar["label"].endswith("n=5")
+    assert (bar["low"], bar["high"]) == pytest.approx((72.0, 92.0))
+    one = figures_modes._bar({**cell, "n": 1, "seconds_per_image_low": None, "seconds_per_image_high": None})
+    assert not one["over_runs"] and (one["low"], one["high"]) == (60.0, 120.0) and "n=" not in one["label"]

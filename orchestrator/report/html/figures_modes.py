@@ -42,11 +42,18 @@ def modes_section(db: Database, sel: Selection) -> Section | None:
         place = f"{model} on {device}" + (f", {machine}" if len({c["machine"] for c in cells}) > 1 else "")
         title = f"{place}: ms per step by framework, mode and precision"
         bars = [_bar(c) for c in group]
+        over_runs = any(b["over_runs"] for b in bars)
         caption = (
-            f"{len(bars)} cells that ran ok; bar: median ms/step, whisker: min–max over timed epochs; "
-            "hatching: the precision; ! disturbed"
+            f"{len(bars)} cells that ran ok; bar: median ms/step, whisker: "
+            + (
+                "the 95 % interval over runs where a cell ran more than once (n), "
+                "else min–max over its timed epochs; "
+                if over_runs
+                else "min–max over timed epochs; "
+            )
+            + "hatching: the precision; ! disturbed"
         )
-        data = [{k: b[k] for k in ("label", "ms", "low", "high")} for b in bars]
+        data = [{k: b[k] for k in ("label", "ms", "low", "high", "n")} for b in bars]
         ident = slug("modes", model, device, machine)
         section.plots.append(Plot(ident, title, caption + ".", draw(title, bars), data))
     if not section.plots:
@@ -55,16 +62,28 @@ def modes_section(db: Database, sel: Selection) -> Section | None:
 
 
 def _bar(c: Row) -> Row:
+    """One cell's bar; its whisker the 95 % interval over runs where it has one (tables/modes.py:
+    the same cell's seconds per image interval, in ms a step), else min–max over timed epochs."""
     mark = " !" if c.get("disturbed") else ""
     others = [str(c[k]) for k in ("compile_mode", "task") if c.get(k)]
-    label = " ".join([str(c["framework"]), c["mode_label"], c["precision_label"], *others]) + mark
+    n = c.get("n") or 0
+    label = " ".join([str(c["framework"]), c["mode_label"], c["precision_label"], *others])
+    label += (f" n={n}" if n > 1 else "") + mark
+    low, high = c.get("step_ms_min"), c.get("step_ms_max")
+    spi, spi_low, spi_high = (c.get(f"seconds_per_image_{k}") for k in ("median", "low", "high"))
+    over_runs = bool(spi and spi_low and spi_high)
+    if over_runs:
+        scale = c["step_ms_median"] / spi
+        low, high = spi_low * scale, spi_high * scale
     return {
         "label": label,
         "framework": c["framework"],
         "precision": c.get("ran_precision"),
         "ms": c["step_ms_median"],
-        "low": c.get("step_ms_min"),
-        "high": c.get("step_ms_max"),
+        "low": low,
+        "high": high,
+        "n": n,
+        "over_runs": over_runs,
     }
 
 
@@ -86,7 +105,7 @@ def draw(title: str, bars: Sequence[Row]) -> bytes:
         )
     ax.set_yticks(ys)
     ax.set_yticklabels([plots.plain(b["label"]) for b in bars], fontsize=8)
-    ax.set_xlabel("ms per step (median; min–max)")
+    ax.set_xlabel("ms per step (median)")
     ax.set_title(title, fontsize=10)
     precisions = sorted({str(b["precision"]) for b in bars})
     patches = [
