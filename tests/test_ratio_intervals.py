@@ -171,3 +171,14 @@ def test_the_modes_figures_whisker_is_the_interval_over_runs_where_there_is_one(
     assert (bar["low"], bar["high"]) == pytest.approx((72.0, 92.0))
     one = figures_modes._bar({**cell, "n": 1, "seconds_per_image_low": None, "seconds_per_image_high": None})
     assert not one["over_runs"] and (one["low"], one["high"]) == (60.0, 120.0) and "n=" not in one["label"]
+
+
+def test_the_accuracy_curves_error_bars_are_the_interval_over_runs():
+    from orchestrator.report.html import figures
+
+    runs = [{"id": 1}, {"id": 2}, {"id": 3}]
+    curves = {1: [(1, 0.0), (2, 0.5)], 2: [(1, 0.2), (2, 0.6)], 3: [(1, 0.4)]}
+    lows, highs = figures._curve_interval(runs, curves)
+    assert lows[0] is not None and highs[0] is not None and 0.0 <= lows[0] <= 0.2 <= highs[0] <= 0.4
+    assert lows[1] is not None and 0.5 <= lows[1] <= highs[1] <= 0.6  # two runs at epoch 2
+    assert figures._curve_interval(runs[:1], curves) == ([None, None], [None, None])

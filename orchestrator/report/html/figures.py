@@ -288,14 +288,33 @@ def _series(label: str, points: Sequence[tuple[int, float]], c: int, s: int) -> 
     )
 
 
-def _curve(runs: Sequence[Row], curves: dict[int, list[tuple[int, float]]]) -> list[tuple[int, float]]:
-    """One configuration's accuracy at each epoch: its runs' median (the same configuration run in
-    several sweeps)."""
+def _by_epoch(runs: Sequence[Row], curves: dict[int, list[tuple[int, float]]]) -> dict[int, list[float]]:
+    """Each epoch's accuracies, one a run (already averaged over its repeats)."""
     by_epoch: dict[int, list[float]] = {}
     for r in runs:
         for epoch, acc in curves[r["id"]]:
             by_epoch.setdefault(epoch, []).append(acc)
-    return [(e, statistics.median(v)) for e, v in sorted(by_epoch.items())]
+    return dict(sorted(by_epoch.items()))
+
+
+def _curve(runs: Sequence[Row], curves: dict[int, list[tuple[int, float]]]) -> list[tuple[int, float]]:
+    """One configuration's accuracy at each epoch: its runs' median (`runs: N`, or the same
+    configuration run in several sweeps)."""
+    return [(e, statistics.median(v)) for e, v in _by_epoch(runs, curves).items()]
+
+
+def _curve_interval(
+    runs: Sequence[Row], curves: dict[int, list[tuple[int, float]]]
+) -> tuple[list[float | None], list[float | None]]:
+    """Each epoch's 95 % bootstrap interval over the runs (stats/bootstrap.py), None where fewer
+    than two runs have a value: the error bars."""
+    lows: list[float | None] = []
+    highs: list[float | None] = []
+    for values in _by_epoch(runs, curves).values():
+        estimate = bootstrap.cell_estimate(values, positive=False) if len(values) > 1 else None
+        lows.append(estimate.low if estimate else None)
+        highs.append(estimate.high if estimate else None)
+    return lows, highs
 
 
 def _accuracy_series(
@@ -319,7 +338,9 @@ def _accuracy_series(
             label += f" [{'/'.join(failed)}]"
         if len(runs) > 1:
             label += f" (median of {len(runs)} runs)"
-        series.append(_series(label, _curve(runs, curves), c, s))
+        line = _series(label, _curve(runs, curves), c, s)
+        line.lows, line.highs = _curve_interval(runs, curves)
+        series.append(line)
     return series
 
 
@@ -360,7 +381,10 @@ def accuracy_section(db: Database, runs: Sequence[Row]) -> Section:
         for extra, part, fixed in parts:
             place = f"{framework}: {model} on {device}" + (f", {machine}" if machine else "")
             title = f"{place}{f' ({fixed})' if fixed else ''}, validation accuracy"
-            caption = f"{len(part)} runs; accuracy on the validation split after each epoch"
+            caption = (
+                f"{len(part)} runs; accuracy on the validation split after each epoch; error bars: the "
+                "95 % interval over a configuration's runs, where it ran more than once"
+            )
             if len(parts) > 1:
                 caption += f"; one of {len(parts)} plots of {place}, one per value of the other settings"
             lines = _accuracy_series(part, extra, curves)
