@@ -140,8 +140,12 @@ def _data_problem(config: RunConfig, check_paths: bool) -> Problem | None:
         )
     if config.dataset == "synthetic":
         if config.data_dir is not None:
-            return ("data_dir",), "only applies to image_folder, cifar10, cifar100 and imdb datasets"
+            return ("data_dir",), "only applies to image_folder, cifar10, cifar100, imdb and digits datasets"
         return None
+    if config.dataset == "digits" and config.classes != 10:
+        return ("classes", "dataset"), f"dataset digits has 10 classes (the digits 0-9), not {config.classes}"
+    if config.dataset == "digits" and config.data_dir is None:
+        return None  # scikit-learn's own copy (orchestrator/provision/digits.py)
     if config.data_dir is None:
         return ("dataset",), f"dataset {config.dataset} needs data_dir: the folder that holds it"
     if check_paths and not _is_dir(config.data_dir):

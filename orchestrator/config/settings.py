@@ -34,7 +34,7 @@ FRAMEWORKS = frameworks.NAMES  # workers/frameworks.py: what bench knows of each
 MODELS = definition.ALL_MODELS
 DEVICES = ("cpu", "cuda")
 OPTIMIZERS = ("sgd", "adam", "rmsprop")
-DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100", "imdb")
+DATASETS = ("synthetic", "image_folder", "cifar10", "cifar100", "imdb", "digits")
 TRACES = ("off", "kernels")
 TASKS = ("train", "inference")
 MODES = modes.MODES  # execution modes and precisions: workers/execution.py, the one definition
@@ -262,8 +262,11 @@ SETTINGS: tuple[Setting, ...] = (
         since=1,
         check=folder_path,
         values="a folder path",
-        help="The folder holding an image_folder, cifar10, cifar100 or imdb data set.",
-        doc="Where `image_folder`/`cifar10`/`cifar100` data is; relative to the matrix file.",
+        help="The folder holding an image_folder, cifar10, cifar100, imdb or digits data set.",
+        doc=(
+            "Where `image_folder`/`cifar10`/`cifar100`/`imdb` data is (for `digits`, optional: a folder "
+            "holding `digits.csv.gz`); relative to the matrix file."
+        ),
         doc_values="folder path",
     ),
     Setting(

@@ -20,7 +20,7 @@ import numpy as np
 
 from orchestrator.config.run_config import RunConfig
 from orchestrator.errors import DatasetError
-from orchestrator.provision import datafiles
+from orchestrator.provision import datafiles, digits
 from orchestrator.provision.datafiles import images, npz, pickles
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,8 @@ def cache_dir() -> Path:
 
 
 def _sources(config: RunConfig) -> list[Path]:
+    if config.dataset == "digits":
+        return [digits.source(config.data_dir)]
     root = Path(config.data_dir or "")
     if not root.is_dir():
         raise DatasetError(f"data_dir {root}: no such folder")
@@ -200,11 +202,13 @@ def prepare(config: RunConfig) -> Path | None:
     path = cache_dir() / f"{config.dataset}-{size}{_key(config, sources)}.npz"
     if path.exists():
         return path
-    log.info("decoding %s from %s into %s", config.dataset, config.data_dir, path)
+    log.info("decoding %s from %s into %s", config.dataset, config.data_dir or sources[0], path)
     if config.dataset == "imdb":
         x, y, classes = _decode_imdb(config, sources)
     elif config.dataset == "image_folder":
         x, y, classes = _decode_folder(Path(config.data_dir or ""), config.image_size)
+    elif config.dataset == "digits":
+        x, y, classes = digits.decode(sources[0], config.image_size, limits())
     else:
         x, y, classes = _decode_cifar(config, sources)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -219,7 +223,8 @@ def prepare(config: RunConfig) -> Path | None:
 def check_fits(config: RunConfig, path: Path) -> None:
     """The configuration asks for no more images or classes than the file holds, and the file is
     whole: what the worker will read (x's header, y, classes) is what bench wrote."""
-    damaged = f"{path}: bench's decoded copy of {config.data_dir} is damaged"
+    origin = config.data_dir or config.dataset  # digits may come from scikit-learn's own copy
+    damaged = f"{path}: bench's decoded copy of {origin} is damaged"
     damaged += "; delete it and bench decodes the data again"
     try:
         with np.load(path) as data:  # bench's own file, read without pickles all the same
@@ -236,10 +241,10 @@ def check_fits(config: RunConfig, path: Path) -> None:
         raise DatasetError(damaged)
     if config.dataset_size > available:
         raise DatasetError(
-            f"dataset_size {config.dataset_size} is more than the {available} images in {config.data_dir}"
+            f"dataset_size {config.dataset_size} is more than the {available} images in {origin}"
         )
     if config.classes != classes:
-        raise DatasetError(f"classes is {config.classes}, but {config.data_dir} has {classes} classes")
+        raise DatasetError(f"classes is {config.classes}, but {origin} has {classes} classes")
 
 
 def prepare_all(configs: list[RunConfig]) -> dict[str, Path]:
