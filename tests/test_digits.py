@@ -23,7 +23,9 @@ def private_cache(tmp_path, monkeypatch):
 def test_the_bundled_file_decodes_to_1797_images_of_ten_digits():
     path = digits.source(None)
     assert path.name == "digits.csv.gz" and "sklearn" in path.parts
-    x, y, classes = digits.decode(path, 16, datafiles.default_limits())
+    pixels, y, classes = digits.decode(path, datafiles.default_limits())
+    assert pixels.shape == (1797, 8, 8, 3)
+    x = datasets._resize(pixels, 16)
     assert x.shape == (1797, 3, 16, 16) and x.dtype == np.uint8
     assert y.shape == (1797,) and sorted(set(y.tolist())) == list(range(10)) and classes == digits.CLASSES
     assert x.max() == 255 and x.min() == 0  # 0–16 scaled to the full range
@@ -66,7 +68,7 @@ GOOD = ",".join(["0"] * 64 + ["3"])
 def test_a_copy_in_data_dir_that_is_not_digits_is_one_line_naming_its_line(tmp_path, bad, says):
     folder = write(tmp_path / "d", [GOOD, bad])
     with pytest.raises(DatasetError) as found:
-        digits.decode(digits.source(str(folder)), 8, datafiles.default_limits())
+        digits.decode(digits.source(str(folder)), datafiles.default_limits())
     message = str(found.value)
     assert says in message and "line 2" in message and "\n" not in message and "\x1b" not in message
 
@@ -75,10 +77,10 @@ def test_a_file_that_inflates_past_the_limit_is_refused(tmp_path):
     folder = write(tmp_path / "d", [GOOD] * 2000)  # 260 kB inflated, a few kB compressed
     small = datafiles.Limits(max_bytes=100_000)
     with pytest.raises(DatasetError, match="decompresses to more than 100000 bytes"):
-        digits.decode(digits.source(str(folder)), 8, small)
+        digits.decode(digits.source(str(folder)), small)
     (folder / "digits.csv.gz").write_bytes(b"not gzip at all")
     with pytest.raises(DatasetError, match="not a gzip file"):
-        digits.decode(digits.source(str(folder)), 8, small)
+        digits.decode(digits.source(str(folder)), small)
 
 
 def test_the_matrix_refuses_digits_with_other_than_ten_classes(write_matrix, cli):

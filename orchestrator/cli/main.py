@@ -16,6 +16,7 @@ from orchestrator.cli.options import BenchGroup
 from orchestrator.cli.report import inspect, report, timeline
 from orchestrator.cli.run import rerun, run
 from orchestrator.cli.train import train
+from orchestrator.cli.transfer import export_command, import_command
 from orchestrator.text.terminal import SafeFormatter
 
 
@@ -38,7 +39,19 @@ def cli(debug: bool) -> None:
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
-for command in (run, rerun, report, inspect, timeline, train, env, models_command, calibrate):
+for command in (
+    run,
+    rerun,
+    report,
+    inspect,
+    timeline,
+    train,
+    env,
+    models_command,
+    calibrate,
+    export_command,
+    import_command,
+):
     cli.add_command(command)
 
 

@@ -5,6 +5,7 @@
     short_run.py     a short outside program run with bounded output and a deadline
     datasets.py      real datasets decoded and resized once into a cached array file; datafiles/
                      reads CIFAR pickles, .npz and image folders as hostile input (docs/datasets.md)
+    digits.py        the real digits scikit-learn ships in its wheel, found and read without it
     worker_tree.py   the copy of bench's workers package that a worker's PYTHONPATH names, alone
     hostinfo.py      facts about the machine and a fingerprint that keeps machines apart in reports
 

@@ -208,7 +208,8 @@ def prepare(config: RunConfig) -> Path | None:
     elif config.dataset == "image_folder":
         x, y, classes = _decode_folder(Path(config.data_dir or ""), config.image_size)
     elif config.dataset == "digits":
-        x, y, classes = digits.decode(sources[0], config.image_size, limits())
+        pixels, y, classes = digits.decode(sources[0], limits())
+        x = _resize(pixels, config.image_size)
     else:
         x, y, classes = _decode_cifar(config, sources)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ tests and a study's CPU scale use where a claim is about learning (accuracy per 
 The file is found without importing scikit-learn (its import pulls SciPy; only the file is needed),
 or read from `data_dir` where a user keeps a copy. Each line is 64 pixel values 0–16 and the label;
 the file is outside input, read within the data limits and refused in one line where a line is not
-that. Pixels are scaled to 0–255 and resized as every image dataset is (datasets._resize).
+that. Pixels are scaled to 0–255, grey in all three channels.
 """
 
 from __future__ import annotations
@@ -51,10 +51,9 @@ def source(data_dir: str | None) -> Path:
     raise DatasetError(INSTALL)
 
 
-def decode(path: Path, size: int, limits: Limits) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """(x (N, 3, size, size) uint8, y (N,) int64, the class names) from the file."""
-    from orchestrator.provision.datasets import _resize  # one resize for every image dataset
-
+def decode(path: Path, limits: Limits) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(x (N, 8, 8, 3) uint8, y (N,) int64, the class names) from the file; datasets.py resizes
+    them as it resizes every image dataset."""
     raw = read_whole(path, limits)
     try:
         # At most max_bytes decompressed: a small file that inflates without end is refused.
@@ -76,7 +75,7 @@ def decode(path: Path, size: int, limits: Limits) -> tuple[np.ndarray, np.ndarra
     grey = np.array(pixels, dtype=np.float64).reshape(-1, 8, 8)
     scaled = np.rint(grey * (255 / 16)).astype(np.uint8)
     rgb = np.repeat(scaled[..., None], 3, axis=3)  # (N, 8, 8, 3): grey in every channel
-    return _resize(rgb, size), np.array(labels, dtype=np.int64), CLASSES
+    return rgb, np.array(labels, dtype=np.int64), CLASSES
 
 
 def _row(line: str, path: Path, number: int) -> list[int]:

@@ -7,6 +7,8 @@
                       fold of the fault worker's ten columns into runs.fault
     setting_columns.py  each setting of a run as a SQL expression (its column, or its part of
                       runs.fault), for the reports' selections and filters
+    transfer.py       sweeps as one JSON document (bench export), checked against the schema and
+                      added to another database in one transaction (bench import)
 
 May import: text, config. What is written into it is the sweep's business (sweep/recording.py);
 what is read out, the report's.

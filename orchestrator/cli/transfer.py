@@ -1,0 +1,101 @@
+"""`bench export` and `bench import`: sweeps carried between databases as one JSON document
+(orchestrator/storage/transfer.py): a study's results committed beside it, a colleague's sweeps
+added to a team's database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+import sqlalchemy as sa
+
+from orchestrator.cli.options import IdType, db_option, echo
+from orchestrator.errors import BenchError
+from orchestrator.storage import transfer
+from orchestrator.storage.db import Database
+
+
+@click.command("export")
+@click.option(
+    "--sweep",
+    "sweep_ids",
+    multiple=True,
+    type=IdType("export --sweep"),
+    help="A sweep to export (repeat for several; default: every sweep in --db).",
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The JSON file to write ('-' for standard output).",
+)
+@click.option(
+    "--portable",
+    is_flag=True,
+    help="Write this machine's home folder as ~ and the current folder as . in every text value "
+    "(run folders, interpreters, data folders), so the file holds no path of this machine.",
+)
+@db_option
+def export_command(sweep_ids: tuple[int, ...], out: Path, portable: bool, db_url: str) -> None:
+    """Write sweeps to a JSON file another database can import: each sweep, its calibrations, and
+    per run its row, environment, epochs, phases, kernel classes and replicas (not the profiler's
+    raw samples, which only the timeline reads).
+
+    \b
+    Examples:
+      bench export --out sweeps.json
+      bench export --sweep 3 --portable --out studies/umons/results/cpu.json
+    """
+    db = Database(db_url, create=False, writing=False)
+    try:
+        ids = list(sweep_ids) or [
+            row["id"] for row in db.rows(sa.select(db.sweeps.c.id).order_by(db.sweeps.c.id))
+        ]
+        if not ids:
+            raise BenchError(f"{db.where}: no sweep to export")
+        document = transfer.export(db, ids, portable)
+        text = transfer.dumps(document)
+    finally:
+        db.close()
+    if str(out) == "-":
+        click.echo(text, nl=False)
+        return
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(out)  # whole or absent
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise BenchError(f"{out}: cannot write ({exc.strerror})") from None
+    runs = sum(len(s["runs"]) for s in document["sweeps"])
+    echo(f"exported {len(ids)} sweep(s), {runs} runs, to {out}")
+
+
+@click.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@db_option
+def import_command(files: tuple[Path, ...], db_url: str) -> None:
+    """Add the sweeps of FILES, which `bench export` wrote, to --db (created if absent). Each file is
+    checked whole before anything is written and imported in one transaction; a sweep the database
+    already holds is skipped, so importing a file twice changes nothing. Imported sweeps and runs
+    get new ids.
+
+    \b
+    Examples:
+      bench import sweeps.json --db team.db
+      bench import studies/umons/results/cpu.json --db umons.db
+    """
+    documents = [(path, transfer.read(path)) for path in files]
+    db = Database(db_url, create=True)
+    try:
+        for path, document in documents:
+            done = transfer.import_document(db, document, str(path))
+            added = ", ".join(map(str, done.added)) or "none"
+            line = f"{path}: {len(done.added)} sweep(s) added (ids {added}), {done.runs} runs"
+            if done.skipped:
+                line += f"; already here, skipped: {'; '.join(done.skipped)}"
+            echo(line)
+    finally:
+        db.close()
