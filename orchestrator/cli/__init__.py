@@ -11,6 +11,7 @@
     hint.py              the command that finishes an interrupted one
     dry_run.py           --dry-run's table of the settings in which configurations differ
     calibrate.py         bench calibrate: the sweep's calibration timed now, against a recorded sweep's
+    study.py             bench study (list, run, report): a published study re-run, set beside its paper
 
 May import every package: it is the top.
 """

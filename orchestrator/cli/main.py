@@ -15,6 +15,7 @@ from orchestrator.cli.env import env, models_command
 from orchestrator.cli.options import BenchGroup
 from orchestrator.cli.report import inspect, report, timeline
 from orchestrator.cli.run import rerun, run
+from orchestrator.cli.study import study
 from orchestrator.cli.train import train
 from orchestrator.text.terminal import SafeFormatter
 
@@ -38,7 +39,7 @@ def cli(debug: bool) -> None:
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
 
 
-for command in (run, rerun, report, inspect, timeline, train, env, models_command, calibrate):
+for command in (run, rerun, report, inspect, timeline, train, env, models_command, calibrate, study):
     cli.add_command(command)
 
 
