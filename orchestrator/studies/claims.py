@@ -57,6 +57,8 @@ def judge(claim: Claim, cells: Sequence[measured.Cell]) -> Verdict:
     g = measured.grid(cells, claim.where, claim.items, claim.columns, claim.axis)
     if g.problem:
         return Verdict(claim, UNCHECKABLE, note=g.problem)
+    if claim.kind in ("order", "ratio", "resource"):  # only its items count, and their empty cells
+        g = measured.Grid({k: c for k, c in g.cells.items() if k[1] in claim.subjects})
     runs, empty = _figures(g, claim.metric, claim.higher_is_better and claim.kind == "fastest")
     if not runs:
         why = "; ".join(empty) or "the study's sweeps hold no runs of it"
@@ -213,18 +215,20 @@ def _fastest(claim: Claim, runs: Runs) -> Verdict:
     parts, lines = [], []
     for how in claim.aggregates:
         verdict, found = _every(who, columns) if how == "every" else _aggregate(who, columns, how)
-        parts.append(verdict)
+        if verdict is not None:
+            parts.append(verdict)
         lines += [f"{how}: {line}" for line in found]
-    return Verdict(
-        claim, combine(parts), tuple(lines), "" if who in _items(columns) else f"{who} has no figure"
-    )
+    if not parts:
+        note = f"no column holds runs of {who} and of another {claim.items}"
+        return Verdict(claim, UNCHECKABLE, tuple(lines), note)
+    return Verdict(claim, combine(parts), tuple(lines))
 
 
 def _items(columns: dict[str, dict[str, list[float]]]) -> set[str]:
     return {item for items in columns.values() for item in items}
 
 
-def _every(who: str, columns: dict[str, dict[str, list[float]]]) -> tuple[str, list[str]]:
+def _every(who: str, columns: dict[str, dict[str, list[float]]]) -> tuple[str | None, list[str]]:
     """Per column, bench's tie groups: alone in the first holds, behind another group refutes."""
     verdicts, lines = [], []
     for column, items in sorted(columns.items()):
@@ -232,13 +236,13 @@ def _every(who: str, columns: dict[str, dict[str, list[float]]]) -> tuple[str, l
             continue
         groups = ranking.tie_groups(items)
         times = bootstrap.times_fastest(items)
-        shown = " > ".join("{" + ", ".join(g) + "}" if len(g) > 1 else g[0] for g in groups)
+        shown = " → ".join("{" + ", ".join(g) + "}" if len(g) > 1 else g[0] for g in groups)
         lines.append(f"{column}: {shown}; " + _ratio_text(f"{who} × the fastest", times[who]))
         if groups[0] == [who]:
             verdicts.append(HOLDS)
         else:
             verdicts.append(NOISE if who in groups[0] else AGAINST)
-    return (combine(verdicts) if verdicts else NOISE), lines
+    return (combine(verdicts) if verdicts else None), lines
 
 
 AGGREGATE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -247,13 +251,15 @@ AGGREGATE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
-def _aggregate(who: str, columns: dict[str, dict[str, list[float]]], how: str) -> tuple[str, list[str]]:
+def _aggregate(
+    who: str, columns: dict[str, dict[str, list[float]]], how: str
+) -> tuple[str | None, list[str]]:
     """Each item's aggregate over the columns every item has, drawn with the bootstrap; `who`
     against each other item by the interval of their ratio."""
     items = sorted(_items(columns))
     shared = sorted(c for c, cells in columns.items() if all(i in cells for i in items))
     if who not in items or len(items) < 2 or not shared:
-        return NOISE, [f"{how}: no column where every item has runs"]
+        return None, ["no column where every item has runs"]
     draws, centres = {}, {}
     for item in items:
         cells = [sample.cell(columns[c][item], f"{item} {c}") for c in shared]

@@ -102,6 +102,8 @@ class _Study:
                 raise self.read.error(root.start_mark.line + 1, key, "missing: every study names it")
         name = self._name(sections["name"], "name")
         matrices = tuple(self._matrix(n) for n in self._list(sections["matrices"], "matrices"))
+        if not matrices:
+            raise self.read.node_error(sections["matrices"], "matrices", "a study runs at least one matrix")
         tables = tuple(self._table(n, matrices) for n in self._list(sections.get("published"), "published"))
         _unique(self.read, [(t.name, t.line) for t in tables], "published")
         claims = tuple(self._claim(n, matrices) for n in self._list(sections.get("claims"), "claims"))

@@ -51,6 +51,7 @@ class Measured:
     sweeps: list[dict[str, Any]]  # the sweeps read: id, name, machine, started_at, scale
     cells: list[Cell]
     missing: list[str]  # the study's matrices with no sweep in the database
+    scale: str | None = None  # the scale read (None: every scale)
 
     @property
     def machines(self) -> list[str]:
@@ -69,7 +70,7 @@ def read(db: Database, study: Study, scale: str | None) -> Measured:
             sweeps.append({**found[0], "scale": entry.scale})
         else:
             missing.append(f"{entry.path.name} (scale {entry.scale})")
-    return Measured(sweeps, _cells(db, sweeps) if sweeps else [], missing)
+    return Measured(sweeps, _cells(db, sweeps) if sweeps else [], missing, scale)
 
 
 def _cells(db: Database, sweeps: Sequence[dict[str, Any]]) -> list[Cell]:
@@ -116,7 +117,7 @@ def grid(
     """The cells `where` keeps, keyed by (column, item, axis value) as text; a key two cells share
     (a setting the claim does not pin varies among them) is a problem, not a silent pick."""
     wanted = list(where)
-    picked = [c for c in cells if all(_same(c.settings.get(k), v) for k, v in wanted)]
+    picked = [c for c in cells if all(same(c.settings.get(k), v) for k, v in wanted)]
     found: dict[tuple[str, str, str], Cell] = {}
     for cell in picked:
         key = (
@@ -134,5 +135,7 @@ def grid(
     return Grid(found)
 
 
-def _same(stored: Any, wanted: Any) -> bool:
+def same(stored: Any, wanted: Any) -> bool:
+    """A stored setting against a study's value: equal, or equal as text (a batch of 8 read from a
+    CSV as "8")."""
     return stored == wanted or str(stored) == str(wanted)

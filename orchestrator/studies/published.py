@@ -142,7 +142,7 @@ def _number(text: str, where: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ConfigError(f"{where}: {cut(text)} is not a number") from None
+        raise ConfigError(f"{where}: {cut(repr(text))} is not a number") from None
     if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{where}: {cut(text)} is not a positive figure")
+        raise ConfigError(f"{where}: {cut(repr(text))} is not a positive figure")
     return value

@@ -16,7 +16,8 @@ from orchestrator.errors import StatsError
 from orchestrator.stats import bootstrap, ranking
 from orchestrator.studies import claims, measured, published
 from orchestrator.studies.spec import Study, Table
-from orchestrator.text.formats import Column, render
+from orchestrator.text.formats import Column, number, render
+from orchestrator.text.terminal import markdown_cell
 
 FORMATS = ("text", "markdown")
 DASH = "—"
@@ -46,7 +47,8 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
 
 def _scales(study: Study, found: measured.Measured) -> str:
     read = [f"{s['name']} (sweep {s['id']}, started {s['started_at']}, on {s['host']})" for s in found.sweeps]
-    parts = ["Measured: " + ("; ".join(read) if read else "nothing yet")]
+    scale = f"at scale {found.scale}" if found.scale else "at every scale"
+    parts = [f"Measured {scale}: " + ("; ".join(read) if read else "nothing yet")]
     if found.missing:
         parts.append(f"not run yet: {', '.join(found.missing)} (bench study run {study.name})")
     if len(found.machines) > 1:
@@ -68,10 +70,10 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
     if g.problem:
         out.para(f"Not compared: {g.problem}.")
         return
-    ran = {str(getattr(c, table.items)) for m in study.matrices for c in m.matrix.configs}
     summary = []
     for column in sorted(pub.cells, key=claims.level_key):
-        rows, entry = _column(pub, column, g, ran, bool(found.sweeps))
+        where = Where(study, table, column, found)
+        rows, entry = _column(pub, column, g, where)
         out.heading(3, f"{table.columns} {column}")
         out.table(
             rows,
@@ -88,11 +90,13 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
         summary.append({table.columns: entry.pop("column"), **entry})
     if pub.lacking:
         out.items([f"not run here: {k} ({why})" for k, why in sorted(pub.lacking.items())])
-    out.table(summary, (table.columns, "bench's tie groups", "published order", "Kendall's τ-b"))
+    out.table(
+        summary, (table.columns, "bench's tie groups, fastest first", "published order", "Kendall's τ-b")
+    )
 
 
 def _column(
-    pub: published.Published, column: str, g: measured.Grid, ran: set[str], any_runs: bool
+    pub: published.Published, column: str, g: measured.Grid, where: Where
 ) -> tuple[list[dict[str, str]], dict[str, str]]:
     cells = pub.cells[column]
     ranked = pub.ranked(column)
@@ -125,27 +129,49 @@ def _column(
         elif cell is not None and cell.lacking:
             row.update({"bench ms/image": f"not run here: {cell.lacking}", "n": "0"})
         else:
-            row.update({"bench ms/image": _absent(item, column, g, ran, any_runs), "n": "0"})
+            row.update({"bench ms/image": where.absent(item, g), "n": "0"})
         rows.append(row)
     entry = {
         "column": column,
-        "bench's tie groups": " > ".join("{" + ", ".join(x) + "}" if len(x) > 1 else x[0] for x in groups)
-        or DASH,
+        "bench's tie groups, fastest first": groups_text(groups) or DASH,
         "published order": ", ".join(sorted(ranked, key=ranked.__getitem__)),
         "Kendall's τ-b": _tau(ranking.ranks(groups), ranked),
     }
     return rows, entry
 
 
-def _absent(item: str, column: str, g: measured.Grid, ran: set[str], any_runs: bool) -> str:
-    if item not in ran:
-        return "not run here: the study's matrices do not run it"
-    if not any_runs:
-        return "not run here: no runs in the database yet"
-    cell = next((c for k, c in g.cells.items() if k[0] == column and k[1] == item), None)
-    if cell is None:
-        return "not run here: no runs of it in the study's sweeps"
-    return f"not run here: {cell.why_empty('seconds_per_image')}"
+class Where:
+    """Why a published cell has no measured one beside it, from the most basic cause on."""
+
+    def __init__(self, study: Study, table: Table, column: str, found: measured.Measured) -> None:
+        self.study, self.table, self.column, self.found = study, table, column, found
+
+    def _runs(self, item: str, scales: Sequence[str] | None) -> bool:
+        """Whether the study's matrices (of these scales) run `item` in this column, as the table
+        measures it."""
+        t = self.table
+        return any(
+            str(getattr(c, t.items)) == item
+            and str(getattr(c, t.columns)) == self.column
+            and all(measured.same(getattr(c, k), v) for k, v in t.measured)
+            for m in self.study.matrices
+            if scales is None or m.scale in scales
+            for c in m.matrix.configs
+        )
+
+    def absent(self, item: str, g: measured.Grid) -> str:
+        scale = self.found.scale
+        if not self._runs(item, None):
+            return "not run here: the study's matrices do not run it"
+        if scale is not None and not self._runs(item, [scale]):
+            others = [s for s in self.study.scales if self._runs(item, [s])]
+            return f"not run here: not at scale {scale} (scale {', '.join(others)} runs it)"
+        if not self.found.sweeps:
+            return "not run here: no runs in the database yet"
+        cell = next((c for k, c in g.cells.items() if k[0] == self.column and k[1] == item), None)
+        if cell is None:
+            return "not run here: no runs of it in the study's sweeps"
+        return f"not run here: {cell.why_empty('seconds_per_image')}"
 
 
 def _tau(bench: dict[str, int], ranked: dict[str, float]) -> str:
@@ -161,10 +187,15 @@ def _tau(bench: dict[str, int], ranked: dict[str, float]) -> str:
 
 
 def _interval(centre: float, low: float | None, high: float | None, scale: float = 1.0) -> str:
-    text = f"{centre * scale:.3g}"
+    text = number(centre * scale)
     if low is not None and high is not None:
-        text += f" [{low * scale:.3g}–{high * scale:.3g}]"
+        text += f" [{number(low * scale)}–{number(high * scale)}]"
     return text
+
+
+def groups_text(groups: Sequence[Sequence[str]]) -> str:
+    """Tie groups fastest first, a group in braces: "{pytorch, mxnet} → tensorflow"."""
+    return " → ".join("{" + ", ".join(g) + "}" if len(g) > 1 else g[0] for g in groups)
 
 
 def _settings(pairs: Sequence[tuple[str, Any]]) -> str:
@@ -178,7 +209,13 @@ class Lines:
         self.fmt = fmt
         self.lines: list[str] = []
 
+    def _safe(self, text: str) -> str:
+        # A study's own words (its citation, notes, claims) are outside text: in markdown no link,
+        # image or HTML of theirs may survive (text/terminal.py); in text the CLI makes it safe.
+        return markdown_cell(text) if self.fmt == "markdown" else text
+
     def heading(self, level: int, text: str) -> None:
+        text = self._safe(text)
         if self.fmt == "markdown":
             self.lines += ["#" * level + " " + text, ""]
         elif level < 3:
@@ -187,11 +224,11 @@ class Lines:
             self.lines += [text + ":", ""]
 
     def para(self, text: str) -> None:
-        self.lines += [text, ""]
+        self.lines += [self._safe(text), ""]
 
     def items(self, items: Sequence[str]) -> None:
         if items:
-            self.lines += [f"- {i}" for i in items] + [""]
+            self.lines += [f"- {self._safe(i)}" for i in items] + [""]
 
     def table(self, rows: list[dict[str, str]], keys: Sequence[str]) -> None:
         if not rows:
