@@ -137,3 +137,12 @@ def test_an_empty_database_leaves_every_claim_not_checkable(tmp_path):
 )
 def test_verdicts_combine_as_documented(parts, expected):
     assert claims.combine(parts) == expected
+
+
+def test_too_few_runs_for_the_corrected_test_say_so(tmp_path):
+    """3 runs a side: the exact test's smallest p is 0.1, so no comparison can pass, however far
+    apart the cells lie; the verdict is not shown, and its note says more runs are needed."""
+    v = _judge(tmp_path, _cells(FAST[:3], SLOW[:3], _slower(SLOW[:3], 1.5)))
+    assert v["order"].verdict == "not shown at this n"
+    assert "at n=3/3 over 4 comparisons no difference can pass the test" in v["order"].note
+    assert v["pt-every"].verdict == "not shown at this n"  # tie groups: 3 against 3 is never apart

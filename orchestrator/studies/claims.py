@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from orchestrator.errors import StatsError
-from orchestrator.stats import bootstrap, comparison, ranking, sample
+from orchestrator.stats import bootstrap, comparison, mannwhitney, planning, ranking, sample
 from orchestrator.studies import measured
 from orchestrator.studies.spec import Claim
 
@@ -108,6 +108,11 @@ def _ratio_text(name: str, ratio: bootstrap.Ratio, extra: str = "") -> str:
     return f"{name} {ratio.centre:.3g}{interval}, n={ratio.n_a}/{ratio.n_b}{extra}"
 
 
+def _by_column(runs: Runs) -> list[tuple[str, dict[str, list[float]]]]:
+    """The columns in their order: batch 8 before 32."""
+    return sorted(_columns(runs).items(), key=lambda kv: level_key(kv[0]))
+
+
 def _columns(runs: Runs) -> dict[str, dict[str, list[float]]]:
     found: dict[str, dict[str, list[float]]] = {}
     for (column, item, _), figures in runs.items():
@@ -118,9 +123,18 @@ def _columns(runs: Runs) -> dict[str, dict[str, list[float]]]:
 # --- pairs: B against A, Holm over the claim's comparisons ---------------------------------------
 
 
-def _pairs(pairs: list[tuple[str, list[float], list[float], bool]]) -> tuple[list[str], list[str]]:
-    """Each (label, A's runs, B's runs, whether B/A above 1 confirms): a verdict and a figure line."""
+def _pairs(pairs: list[tuple[str, list[float], list[float], bool]]) -> tuple[list[str], list[str], str]:
+    """Each (label, A's runs, B's runs, whether B/A above 1 confirms): a verdict and a figure line;
+    and a note where the runs are too few for any difference to pass the corrected test."""
     found = comparison.compare_table([(a, b) for _, a, b, _ in pairs])
+    fewest = min(pairs, key=lambda p: (len(p[1]) + len(p[2]), min(len(p[1]), len(p[2]))))
+    floor = mannwhitney.smallest_p(len(fewest[1]), len(fewest[2])) * len(pairs)
+    note = ""
+    if floor >= planning.ALPHA:
+        note = (
+            f"at n={len(fewest[1])}/{len(fewest[2])} over {len(pairs)} comparisons no difference can pass "
+            f"the test (its smallest p, Holm-corrected, is {min(floor, 1.0):.2g}): more runs are needed"
+        )
     verdicts, lines = [], []
     for (label, _, _, up), c in zip(pairs, found, strict=True):
         apart = c.adjusted_p < c.alpha and c.ratio.excludes_one()
@@ -130,7 +144,7 @@ def _pairs(pairs: list[tuple[str, list[float], list[float], bool]]) -> tuple[lis
             verdicts.append(HOLDS if (c.ratio.centre > 1) == up else AGAINST)
         p = f", p={c.adjusted_p:.2g} ({c.method})"
         lines.append(_ratio_text(label, c.ratio, p) + ("" if apart else f"; {c.detectable_text()}"))
-    return verdicts, lines
+    return verdicts, lines, note
 
 
 def _order(claim: Claim, runs: Runs) -> Verdict:
@@ -139,15 +153,15 @@ def _order(claim: Claim, runs: Runs) -> Verdict:
     if claim.kind == "resource":
         best_low = claim.direction == "less"
     pairs = []
-    for column, items in sorted(_columns(runs).items()):
+    for column, items in _by_column(runs):
         for first, second in zip(claim.subjects, claim.subjects[1:], strict=False):
             if first in items and second in items:
                 label = f"{column}: {second}/{first}" if column != measured.ALL else f"{second}/{first}"
                 pairs.append((label, items[first], items[second], best_low))
     if not pairs:
         return Verdict(claim, UNCHECKABLE, note="no column holds two of the claim's items")
-    verdicts, lines = _pairs(pairs)
-    return Verdict(claim, combine(verdicts), tuple(lines))
+    verdicts, lines, note = _pairs(pairs)
+    return Verdict(claim, combine(verdicts), tuple(lines), note)
 
 
 def _ratio(claim: Claim, runs: Runs) -> Verdict:
@@ -155,7 +169,7 @@ def _ratio(claim: Claim, runs: Runs) -> Verdict:
     a, b = claim.subjects
     threshold = claim.threshold or 1.0
     verdicts, lines = [], []
-    for column, items in sorted(_columns(runs).items()):
+    for column, items in _by_column(runs):
         if a not in items or b not in items:
             continue
         r = bootstrap.ratio(items[b], items[a])  # B/A of (b, a): a over b
@@ -190,7 +204,7 @@ def _rises(claim: Claim, runs: Runs) -> Verdict:
         spans.append((first, len(pairs)))
     if not pairs:
         return Verdict(claim, UNCHECKABLE, note=f"no series with two values of {claim.axis}")
-    verdicts, lines = _pairs(pairs)
+    verdicts, lines, note = _pairs(pairs)
     found = []
     for start, end in spans:
         overall, steps = verdicts[start], verdicts[start + 1 : end] if end - start > 1 else []
@@ -198,7 +212,7 @@ def _rises(claim: Claim, runs: Runs) -> Verdict:
             found.append(MIXED if AGAINST in steps else HOLDS)
         else:
             found.append(overall)
-    return Verdict(claim, combine(found), tuple(lines))
+    return Verdict(claim, combine(found), tuple(lines), note)
 
 
 def level_key(level: str) -> tuple[int, float | str]:
@@ -231,7 +245,7 @@ def _items(columns: dict[str, dict[str, list[float]]]) -> set[str]:
 def _every(who: str, columns: dict[str, dict[str, list[float]]]) -> tuple[str | None, list[str]]:
     """Per column, bench's tie groups: alone in the first holds, behind another group refutes."""
     verdicts, lines = [], []
-    for column, items in sorted(columns.items()):
+    for column, items in sorted(columns.items(), key=lambda kv: level_key(kv[0])):
         if who not in items or len(items) < 2:
             continue
         groups = ranking.tie_groups(items)

@@ -78,7 +78,7 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
         out.table(
             rows,
             (
-                "framework",
+                table.items,
                 "published",
                 "published × fastest",
                 "bench ms/image",
@@ -107,10 +107,10 @@ def _column(
     labels = ranking.rank_labels(groups)
     times = bootstrap.times_fastest(runs) if runs else {}
     rows = []
-    for item in sorted(set(cells) | set(runs)):
+    for item in sorted(set(cells) | set(runs), key=claims.level_key):
         cell = cells.get(item)
         row = {
-            "framework": item,
+            pub.table.items: item,
             "published": DASH
             if cell is None
             else (f"{cell.value:g}" if cell.value is not None else f"{DASH} ({cell.note})"),
