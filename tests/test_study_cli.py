@@ -92,6 +92,13 @@ def test_the_report_sets_published_beside_measured_and_judges_the_claims(cli, tm
     assert "| caffe | 80 | 1.00 | not run here: bench has no framework caffe | 0 |" in out
     assert "| mxnet | — (lost) | — | not run here: no ok run (oom ×2) | 0 |" in out
     assert "| fast | fastest | holds | PyTorch is fastest |" in out
+    assert "edited since" not in out
+    conn = sqlite3.connect(tmp_path / "t.db")
+    conn.execute("UPDATE sweeps SET matrix_hash = 'an older file'")
+    conn.commit()
+    conn.close()
+    again = cli("study", "report", "t", "--studies", str(tmp_path / "studies"), "--db", db).output
+    assert "note: edited since its sweep ran: grid.yaml (sweep 1)" in again
 
 
 def test_the_umons_report_reads_its_cpu_ranking_and_says_what_was_not_run(cli, tmp_path):
@@ -141,7 +148,7 @@ def test_the_tiny_study_runs_resumes_and_reports(cli, workdir):
     report = cli("study", "report", "tiny", "--studies", str(TINY))
     assert report.exit_code == 0, report.output
     out = report.output
-    assert "Measured at scale cpu: study tiny/cpu: tiny (sweep 1," in out
+    assert "Measured at scale cpu: study tiny/cpu: tiny (sweep 1," in out and "edited since" not in out
     assert "not run here: bench has no framework caffe" in out
     assert "not run here: the study's matrices do not run it" in out  # mxnet
     assert "fault       100        1.00" in out and "fault       300" in out

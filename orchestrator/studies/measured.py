@@ -52,6 +52,7 @@ class Measured:
     cells: list[Cell]
     missing: list[str]  # the study's matrices with no sweep in the database
     scale: str | None = None  # the scale read (None: every scale)
+    changed: list[str] = field(default_factory=list)  # matrices edited since their sweep ran
 
     @property
     def machines(self) -> list[str]:
@@ -60,17 +61,20 @@ class Measured:
 
 def read(db: Database, study: Study, scale: str | None) -> Measured:
     """The latest sweep of each of the study's matrices at `scale` (every scale where None)."""
-    sweeps, missing = [], []
+    sweeps, missing, changed = [], [], []
+    s = db.sweeps
     for entry in study.at_scale(scale):
         name = entry.sweep_name(study.name)
-        s = db.sweeps
-        query = sa.select(s.c.id, s.c.name, s.c.machine, s.c.started_at, s.c.host).where(s.c.name == name)
+        query = sa.select(*(s.c[k] for k in (*select.SWEEP_COLUMNS, "matrix_hash"))).where(s.c.name == name)
         found = list(db.rows(query.order_by(s.c.id.desc()).limit(1)))
-        if found:
-            sweeps.append({**found[0], "scale": entry.scale})
-        else:
+        if not found:
             missing.append(f"{entry.path.name} (scale {entry.scale})")
-    return Measured(sweeps, _cells(db, sweeps) if sweeps else [], missing, scale)
+            continue
+        sweeps.append({**found[0], "scale": entry.scale})
+        if found[0]["matrix_hash"] not in (None, entry.matrix.file_hash):
+            # Its runs are still what that sweep measured; the reader should know the file moved on.
+            changed.append(f"{entry.path.name} (sweep {found[0]['id']})")
+    return Measured(sweeps, _cells(db, sweeps) if sweeps else [], missing, scale, changed)
 
 
 def _cells(db: Database, sweeps: Sequence[dict[str, Any]]) -> list[Cell]:
@@ -80,6 +84,7 @@ def _cells(db: Database, sweeps: Sequence[dict[str, Any]]) -> list[Cell]:
         sa.select(
             *(setting_column(r, name).label(name) for name in FIELD_NAMES),
             r.c.config_hash,
+            r.c.sweep_id,
             r.c.outcome,
             r.c.disturbed,
             *(r.c[m] for m in METRICS),
@@ -87,9 +92,12 @@ def _cells(db: Database, sweeps: Sequence[dict[str, Any]]) -> list[Cell]:
         .where(r.c.id.in_(select.latest_ids(db, sel)))
         .order_by(r.c.id)
     )
-    cells: dict[str, Cell] = {}
+    # A configuration two of the study's matrices share is two cells, one a sweep: sweeps may have
+    # run on different machines or months apart, and a claim must not pool them unseen.
+    cells: dict[tuple[int, str], Cell] = {}
     for row in db.rows(query):
-        cell = cells.setdefault(row["config_hash"], Cell({k: row[k] for k in FIELD_NAMES}))
+        key = (row["sweep_id"], row["config_hash"])
+        cell = cells.setdefault(key, Cell({k: row[k] for k in FIELD_NAMES}))
         if row["outcome"] != "ok":
             cell.failed.append(str(row["outcome"]))
         elif row["disturbed"] == 1:
@@ -128,8 +136,10 @@ def grid(
         if key in found:
             other = found[key].settings
             varies = [k for k in FIELD_NAMES if other.get(k) != cell.settings.get(k)]
-            named = ", ".join(varies[:3]) or "nothing"
             which = " ".join(k for k in key if k)
+            if not varies:
+                return Grid({}, f"{which} ran in two of the study's sweeps: one cell cannot pool them")
+            named = ", ".join(varies[:3])
             return Grid({}, f"several configurations for {which} ({named} varies: pin it in where)")
         found[key] = cell
     return Grid(found)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.errors import StatsError
+from orchestrator.report.query import select
 from orchestrator.stats import bootstrap, ranking
 from orchestrator.studies import claims, measured, published
 from orchestrator.studies.spec import Study, Table
@@ -46,13 +47,19 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
 
 
 def _scales(study: Study, found: measured.Measured) -> str:
-    read = [f"{s['name']} (sweep {s['id']}, started {s['started_at']}, on {s['host']})" for s in found.sweeps]
+    machines = select.machine_labels(found.sweeps)
+    read = [
+        f"{s['name']} (sweep {s['id']}, started {s['started_at']}, on {machines[s['machine']]})"
+        for s in found.sweeps
+    ]
     scale = f"at scale {found.scale}" if found.scale else "at every scale"
     parts = [f"Measured {scale}: " + ("; ".join(read) if read else "nothing yet")]
     if found.missing:
         parts.append(f"not run yet: {', '.join(found.missing)} (bench study run {study.name})")
+    if found.changed:
+        parts.append(f"note: edited since its sweep ran: {', '.join(found.changed)}")
     if len(found.machines) > 1:
-        parts.append(f"note: the sweeps ran on {len(found.machines)} machines")
+        parts.append(f"note: the sweeps ran on {len(found.machines)} machines, never pooled in one cell")
     return ". ".join(parts) + "."
 
 
