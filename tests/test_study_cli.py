@@ -157,3 +157,21 @@ def test_the_tiny_study_runs_resumes_and_reports(cli, workdir):
     }
     assert claims["caffe"].split()[2:5] == ["not", "checkable", "here"]
     assert any(v in claims["rises"] for v in ("holds", "does not hold", "mixed", "not shown at this n"))
+
+
+def test_a_studys_own_words_reach_the_report_escaped(cli, tmp_path):
+    folder = write_study(tmp_path / "studies")
+    text = (
+        (folder / "study.yaml")
+        .read_text()
+        .replace("citation: the tests", 'citation: "![x](http://e/i.png) <b>\\e[31m"')
+    )
+    (folder / "study.yaml").write_text(text)
+    db = write_db(tmp_path / "t.db", [])
+    md = cli(
+        "study", "report", "t", "--studies", str(tmp_path / "studies"), "--db", db, "--format", "markdown"
+    )
+    assert md.exit_code == 0, md.output
+    assert "!\\[x\\](http://e/i.png) &lt;b&gt;" in md.output and "\x1b" not in md.output
+    plain = cli("study", "report", "t", "--studies", str(tmp_path / "studies"), "--db", db).output
+    assert "\\x1b[31m" in plain and "\x1b" not in plain

@@ -35,6 +35,8 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
         _table(out, study, table, found)
     out.heading(2, "Claims")
     verdicts = [claims.judge(c, found.cells) for c in study.claims]
+    if not verdicts:
+        out.para("The study file states no claim.")
     rows = [
         {"claim": v.claim.id, "kind": v.claim.kind, "verdict": v.verdict, "says": v.claim.text}
         for v in verdicts
