@@ -55,7 +55,7 @@ def test_a_good_study_loads_with_its_table_and_claims(tmp_path):
         "pytorch",
         "tensorflow",
     )
-    assert study.runs_planned == 18
+    assert study.runs_planned() == 18 and study.runs_planned("cpu") == 18 and study.runs_planned("gpu") == 0
 
 
 C = "{id: c, text: t, source: s, "  # what every claim below has

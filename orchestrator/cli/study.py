@@ -74,16 +74,17 @@ def list_command(studies_dir: str | None) -> None:
     Example:
       bench study list --studies tests/data/studies
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     for folder in loader.study_folders(_root(studies_dir)):
         s = loader.load_study(folder)
         matrices = ", ".join(f"{m.path.name} ({m.scale})" for m in s.matrices)
+        runs = ", ".join(f"{scale} {s.runs_planned(scale)}" for scale in s.scales)
         rows.append(
             {
                 "name": s.name,
                 "title": s.title,
                 "matrices": matrices,
-                "runs": s.runs_planned,
+                "runs": runs,
                 "claims": len(s.claims),
             }
         )

@@ -82,7 +82,7 @@ def _figures(g: measured.Grid, metric: str, invert: bool) -> tuple[Runs, list[st
     """Each cell's run figures (a rate turned into a time where the claim ranks speed), and why
     each empty cell is empty."""
     runs: Runs = {}
-    empty = []
+    empty: list[str] = []
     for key, cell in sorted(g.cells.items()):
         figures = cell.figures(metric)
         if figures:
@@ -122,8 +122,10 @@ def _columns(runs: Runs) -> dict[str, dict[str, list[float]]]:
 
 # --- pairs: B against A, Holm over the claim's comparisons ---------------------------------------
 
+Pair = tuple[str, list[float], list[float], bool]  # label, A's runs, B's runs, B/A above 1 confirms
 
-def _pairs(pairs: list[tuple[str, list[float], list[float], bool]]) -> tuple[list[str], list[str], str]:
+
+def _pairs(pairs: list[Pair]) -> tuple[list[str], list[str], str]:
     """Each (label, A's runs, B's runs, whether B/A above 1 confirms): a verdict and a figure line;
     and a note where the runs are too few for any difference to pass the corrected test."""
     found = comparison.compare_table([(a, b) for _, a, b, _ in pairs])
@@ -135,7 +137,8 @@ def _pairs(pairs: list[tuple[str, list[float], list[float], bool]]) -> tuple[lis
             f"at n={len(fewest[1])}/{len(fewest[2])} over {len(pairs)} comparisons no difference can pass "
             f"the test (its smallest p, Holm-corrected, is {min(floor, 1.0):.2g}): more runs are needed"
         )
-    verdicts, lines = [], []
+    verdicts: list[str] = []
+    lines: list[str] = []
     for (label, _, _, up), c in zip(pairs, found, strict=True):
         apart = c.adjusted_p < c.alpha and c.ratio.excludes_one()
         if not apart:
@@ -152,7 +155,7 @@ def _order(claim: Claim, runs: Runs) -> Verdict:
     best_low = not claim.higher_is_better
     if claim.kind == "resource":
         best_low = claim.direction == "less"
-    pairs = []
+    pairs: list[Pair] = []
     for column, items in _by_column(runs):
         for first, second in zip(claim.subjects, claim.subjects[1:], strict=False):
             if first in items and second in items:
@@ -168,7 +171,8 @@ def _ratio(claim: Claim, runs: Runs) -> Verdict:
     """A over B's figure against the threshold, per column: its interval wholly on one side decides."""
     a, b = claim.subjects
     threshold = claim.threshold or 1.0
-    verdicts, lines = [], []
+    verdicts: list[str] = []
+    lines: list[str] = []
     for column, items in _by_column(runs):
         if a not in items or b not in items:
             continue
@@ -191,7 +195,8 @@ def _rises(claim: Claim, runs: Runs) -> Verdict:
     series: dict[tuple[str, str], dict[str, list[float]]] = {}
     for (column, item, level), figures in runs.items():
         series.setdefault((column, item), {})[level] = figures
-    pairs, spans = [], []
+    pairs: list[Pair] = []
+    spans: list[tuple[int, int]] = []
     for (column, item), levels in sorted(series.items()):
         ordered = sorted(levels, key=level_key)
         if len(ordered) < 2:
@@ -205,7 +210,7 @@ def _rises(claim: Claim, runs: Runs) -> Verdict:
     if not pairs:
         return Verdict(claim, UNCHECKABLE, note=f"no series with two values of {claim.axis}")
     verdicts, lines, note = _pairs(pairs)
-    found = []
+    found: list[str] = []
     for start, end in spans:
         overall, steps = verdicts[start], verdicts[start + 1 : end] if end - start > 1 else []
         if overall == HOLDS:
@@ -226,7 +231,8 @@ def level_key(level: str) -> tuple[int, float | str]:
 def _fastest(claim: Claim, runs: Runs) -> Verdict:
     who = claim.subjects[0]
     columns = _columns(runs)
-    parts, lines = [], []
+    parts: list[str] = []
+    lines: list[str] = []
     for how in claim.aggregates:
         verdict, found = _every(who, columns) if how == "every" else _aggregate(who, columns, how)
         if verdict is not None:
@@ -244,7 +250,8 @@ def _items(columns: dict[str, dict[str, list[float]]]) -> set[str]:
 
 def _every(who: str, columns: dict[str, dict[str, list[float]]]) -> tuple[str | None, list[str]]:
     """Per column, bench's tie groups: alone in the first holds, behind another group refutes."""
-    verdicts, lines = [], []
+    verdicts: list[str] = []
+    lines: list[str] = []
     for column, items in sorted(columns.items(), key=lambda kv: level_key(kv[0])):
         if who not in items or len(items) < 2:
             continue
@@ -274,13 +281,14 @@ def _aggregate(
     shared = sorted(c for c, cells in columns.items() if all(i in cells for i in items))
     if who not in items or len(items) < 2 or not shared:
         return None, ["no column where every item has runs"]
-    draws, centres = {}, {}
+    draws: dict[str, np.ndarray] = {}
+    centres: dict[str, float] = {}
     for item in items:
         cells = [sample.cell(columns[c][item], f"{item} {c}") for c in shared]
         stack = np.stack([_draws(cell) for cell in cells])
         draws[item] = AGGREGATE[how](stack)
         centres[item] = float(AGGREGATE[how](np.array([[sample.cell_figure(cell)] for cell in cells]))[0])
-    verdicts = []
+    verdicts: list[str] = []
     lines = [f"over {', '.join(shared)}: " + ", ".join(f"{i} {centres[i]:.3g}" for i in items)]
     for other in items:
         if other == who:

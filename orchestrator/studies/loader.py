@@ -182,7 +182,7 @@ class _Study:
     ) -> tuple[tuple[str, Any], ...]:
         if node is None:
             return ()
-        found = []
+        found: list[tuple[str, Any]] = []
         for setting, value in self.read.mapping(node, key, FIELD_NAMES).items():
             found.append((setting, self._value(value, setting, setting, matrices)))
         return tuple(found)
@@ -198,7 +198,7 @@ class _Study:
         for needed in ("name", "file", "unit", "row", "value", "columns"):
             if needed not in keys:
                 raise self.read.node_error(node, "published", f"each table needs {needed}")
-        where = {}
+        where: dict[str, str] = {}
         if "where" in keys:
             for column, value in self.read.mapping(keys["where"], "where", _any_key(keys["where"])).items():
                 where[column] = str(self.read.scalar(value, column))

@@ -61,7 +61,9 @@ class Measured:
 
 def read(db: Database, study: Study, scale: str | None) -> Measured:
     """The latest sweep of each of the study's matrices at `scale` (every scale where None)."""
-    sweeps, missing, changed = [], [], []
+    sweeps: list[dict[str, Any]] = []
+    missing: list[str] = []
+    changed: list[str] = []
     s = db.sweeps
     for entry in study.at_scale(scale):
         name = entry.sweep_name(study.name)

@@ -47,7 +47,7 @@ class Published:
 
     def ranked(self, column: str) -> dict[str, float]:
         """The column's published figures, each as a time (a rate inverted), for ordering."""
-        found = {}
+        found: dict[str, float] = {}
         for item, cell in self.cells.get(column, {}).items():
             if cell.value is not None:
                 found[item] = 1 / cell.value if self.table.higher_is_faster else cell.value

@@ -79,7 +79,7 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
     if g.problem:
         out.para(f"Not compared: {g.problem}.")
         return
-    summary = []
+    summary: list[dict[str, str]] = []
     for column in sorted(pub.cells, key=claims.level_key):
         where = Where(study, table, column, found)
         rows, entry = _column(pub, column, g, where)
@@ -115,7 +115,7 @@ def _column(
     groups = ranking.tie_groups(runs) if runs else []
     labels = ranking.rank_labels(groups)
     times = bootstrap.times_fastest(runs) if runs else {}
-    rows = []
+    rows: list[dict[str, str]] = []
     for item in sorted(set(cells) | set(runs), key=claims.level_key):
         cell = cells.get(item)
         row = {

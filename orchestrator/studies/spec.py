@@ -113,6 +113,6 @@ class Study:
         """The matrices of one scale (all, where none is asked for)."""
         return tuple(m for m in self.matrices if scale is None or m.scale == scale)
 
-    @property
-    def runs_planned(self) -> int:
-        return sum(c.runs or 1 for m in self.matrices for c in m.matrix.configs)
+    def runs_planned(self, scale: str | None = None) -> int:
+        """The runs its matrices ask for at `scale` (every scale where None), each a worker process."""
+        return sum(c.runs or 1 for m in self.at_scale(scale) for c in m.matrix.configs)
