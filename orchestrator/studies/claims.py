@@ -88,17 +88,14 @@ def _figures(g: measured.Grid, metric: str, invert: bool) -> tuple[Runs, list[st
         if figures:
             runs[key] = [1 / f if invert and f > 0 else f for f in figures]
         else:
-            empty.append(f"{' '.join(k for k in key if k and k != measured.ALL)}: {cell.why_empty(metric)}")
+            empty.append(f"{_label(key)}: {cell.why_empty(metric)}")
     return runs, empty
 
 
 def _label(key: tuple[str, str, str]) -> str:
+    """A cell as a reader names it: "pytorch alexnet", "tensorflow 250" (an axis level last)."""
     column, item, level = key
     return " ".join(k for k in (item, column if column != measured.ALL else "", level) if k)
-
-
-def _n(figures: Sequence[float]) -> str:
-    return f"n={len(figures)}"
 
 
 def _ratio_text(name: str, ratio: bootstrap.Ratio, extra: str = "") -> str:
