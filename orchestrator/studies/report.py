@@ -80,7 +80,9 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
         out.para(f"Not compared: {g.problem}.")
         return
     summary: list[dict[str, str]] = []
-    for column in sorted(pub.cells, key=claims.level_key):
+    # Every published column, and every column bench measured that the study did not (shown, with
+    # no published figure beside it, rather than left out).
+    for column in sorted(set(pub.cells) | {k[0] for k in g.cells}, key=claims.level_key):
         where = Where(study, table, column, found)
         rows, entry = _column(pub, column, g, where)
         out.heading(3, f"{table.columns} {column}")
@@ -107,7 +109,7 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
 def _column(
     pub: published.Published, column: str, g: measured.Grid, where: Where
 ) -> tuple[list[dict[str, str]], dict[str, str]]:
-    cells = pub.cells[column]
+    cells = pub.cells.get(column, {})
     ranked = pub.ranked(column)
     best = min(ranked.values()) if ranked else None
     runs = {k[1]: c.figures("seconds_per_image") for k, c in g.cells.items() if k[0] == column}
