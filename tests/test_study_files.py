@@ -98,6 +98,14 @@ TWO = "a: pytorch, b: tensorflow"
         (C + "kind: guess}", "kind: 'guess': expected one of fastest"),
         (C + "kind: order}", "study.yaml:8: order: a order claim needs order"),
         (C + "kind: rises_with, axis: framework}", "the axis and items are both framework"),
+        (
+            C + "kind: order, order: [pytorch, tensorflow], columns: framework}",
+            "columns and items are both framework",
+        ),
+        (
+            C + "kind: not_checkable, reason: ' '}",
+            "study.yaml:8: reason: say why the claim cannot be checked here",
+        ),
     ],
 )
 def test_a_claim_that_names_what_does_not_exist_is_refused_in_one_line(tmp_path, claim, says):

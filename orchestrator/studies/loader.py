@@ -217,6 +217,10 @@ class _Study:
             notes=self.read.text(keys.get("notes"), "notes"),
             line=node.start_mark.line + 1,
         )
+        if table.items == table.columns:
+            raise self.read.node_error(
+                keys["columns"], "columns", f"the columns and items are both {table.items}"
+            )
         published.read_table(table)  # a bad CSV is refused at load, not when a report is asked for
         return table
 
@@ -247,6 +251,12 @@ class _Study:
         }
         if "columns" in keys:
             fields["columns"] = self._setting(keys["columns"], "columns")
+            if fields["columns"] == items:
+                raise self.read.node_error(
+                    keys["columns"], "columns", f"the columns and items are both {items}"
+                )
+        if kind == "not_checkable" and not fields["reason"].strip():
+            raise self.read.node_error(keys["reason"], "reason", "say why the claim cannot be checked here")
         if "metric" in keys:
             metrics = RESOURCE_METRICS if kind == "resource" else METRICS
             fields["metric"] = self._choice(keys["metric"], "metric", metrics)
