@@ -3,6 +3,7 @@ the shipped umons study reported from a hand-built database of its CPU ranking."
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -151,7 +152,9 @@ def test_the_tiny_study_runs_resumes_and_reports(cli, workdir):
     assert "Measured at scale cpu: study tiny/cpu: tiny (sweep 1," in out and "edited since" not in out
     assert "not run here: bench has no framework caffe" in out
     assert "not run here: the study's matrices do not run it" in out  # mxnet
-    assert "fault       100        1.00" in out and "fault       300" in out
+    rows = [re.split(r"\s{2,}", line) for line in out.splitlines() if line.startswith("fault ")]
+    assert [r[:3] for r in rows] == [["fault", "100", "1.00"], ["fault", "300", "1.00"]]  # batch 8, 32
+    assert all(r[4] == "2" and r[6] == "1" for r in rows)  # n, bench's rank: alone in its column
     claims = {
         line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["rises"], ["caffe"])
     }
@@ -175,3 +178,21 @@ def test_a_studys_own_words_reach_the_report_escaped(cli, tmp_path):
     assert "!\\[x\\](http://e/i.png) &lt;b&gt;" in md.output and "\x1b" not in md.output
     plain = cli("study", "report", "t", "--studies", str(tmp_path / "studies"), "--db", db).output
     assert "\\x1b[31m" in plain and "\x1b" not in plain
+
+
+def test_a_hostile_stored_figure_leaves_the_rest_of_the_report(cli, tmp_path):
+    folder = write_study(tmp_path / "studies", TABLE)
+    (folder / "published").mkdir()
+    (folder / "published" / "p.csv").write_text(CSV)
+    cells = [
+        ({"framework": "pytorch", "model": "alexnet", "batch_size": 8}, FAST, {"seconds_per_image": -1.0}),
+        ({"framework": "tensorflow", "model": "alexnet", "batch_size": 8}, SLOW, {}),
+        ({"framework": "pytorch", "model": "resnet50", "batch_size": 8}, FAST, {}),
+        ({"framework": "tensorflow", "model": "resnet50", "batch_size": 8}, SLOW, {}),
+    ]
+    db = write_db(tmp_path / "t.db", cells)
+    result = cli("study", "report", "t", "--studies", str(tmp_path / "studies"), "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "Not compared: cell pytorch, run 1: -1.0 is not a positive time" in result.output
+    assert "resnet50  pytorch → tensorflow" in result.output  # the other column is still compared
+    assert "fast   fastest  not checkable here" in result.output

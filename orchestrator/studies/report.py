@@ -84,8 +84,12 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
     # no published figure beside it, rather than left out).
     for column in sorted(set(pub.cells) | {k[0] for k in g.cells}, key=claims.level_key):
         where = Where(study, table, column, found)
-        rows, entry = _column(pub, column, g, where)
         out.heading(3, f"{table.columns} {column}")
+        try:
+            rows, entry = _column(pub, column, g, where)
+        except StatsError as exc:  # a stored figure unfit for statistics (a shared database's row)
+            out.para(f"Not compared: {exc}")
+            continue
         out.table(
             rows,
             (
