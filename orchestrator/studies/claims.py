@@ -122,9 +122,12 @@ def _columns(runs: Runs) -> dict[str, dict[str, list[float]]]:
 Pair = tuple[str, list[float], list[float], bool]  # label, A's runs, B's runs, B/A above 1 confirms
 
 
-def _pairs(pairs: list[Pair]) -> tuple[list[str], list[str], str]:
-    """Each (label, A's runs, B's runs, whether B/A above 1 confirms): a verdict and a figure line;
-    and a note where the runs are too few for any difference to pass the corrected test."""
+def _pairs(
+    pairs: list[Pair], shown: Sequence[bootstrap.Ratio] | None = None
+) -> tuple[list[str], list[str], str]:
+    """Each (label, A's runs, B's runs, whether B/A above 1 confirms): a verdict and a figure line
+    (showing `shown`'s ratio in place of B/A where given); and a note where the runs are too few for
+    any difference to pass the corrected test."""
     found = comparison.compare_table([(a, b) for _, a, b, _ in pairs])
     fewest = min(pairs, key=lambda p: (len(p[1]) + len(p[2]), min(len(p[1]), len(p[2]))))
     floor = mannwhitney.smallest_p(len(fewest[1]), len(fewest[2])) * len(pairs)
@@ -136,14 +139,15 @@ def _pairs(pairs: list[Pair]) -> tuple[list[str], list[str], str]:
         )
     verdicts: list[str] = []
     lines: list[str] = []
-    for (label, _, _, up), c in zip(pairs, found, strict=True):
+    for i, ((label, _, _, up), c) in enumerate(zip(pairs, found, strict=True)):
         apart = c.adjusted_p < c.alpha and c.ratio.excludes_one()
         if not apart:
             verdicts.append(NOISE)
         else:
             verdicts.append(HOLDS if (c.ratio.centre > 1) == up else AGAINST)
         p = f", p={c.adjusted_p:.2g} ({c.method})"
-        lines.append(_ratio_text(label, c.ratio, p) + ("" if apart else f"; {c.detectable_text()}"))
+        ratio = shown[i] if shown is not None else c.ratio
+        lines.append(_ratio_text(label, ratio, p) + ("" if apart else f"; {c.detectable_text()}"))
     return verdicts, lines, note
 
 
@@ -165,25 +169,25 @@ def _order(claim: Claim, runs: Runs) -> Verdict:
 
 
 def _ratio(claim: Claim, runs: Runs) -> Verdict:
-    """A over B's figure against the threshold, per column: its interval wholly on one side decides."""
+    """A's figure over B's against the threshold X, per column: A's runs against X times B's, told
+    apart as any two cells are (the test and the interval), so that a ratio is no easier to claim
+    than an order."""
     a, b = claim.subjects
     threshold = claim.threshold or 1.0
-    verdicts: list[str] = []
-    lines: list[str] = []
+    pairs: list[Pair] = []
+    shown: list[bootstrap.Ratio] = []
     for column, items in _by_column(runs):
-        if a not in items or b not in items:
-            continue
-        r = bootstrap.ratio(items[b], items[a])  # B/A of (b, a): a over b
-        name = f"{column}: {a}/{b}" if column != measured.ALL else f"{a}/{b}"
-        lines.append(_ratio_text(name, r, f" ({claim.direction} {threshold:g})"))
-        if r.low is None or r.high is None or r.low <= threshold <= r.high:
-            verdicts.append(NOISE)
-        else:
-            above = r.low > threshold
-            verdicts.append(HOLDS if above == (claim.direction == "above") else AGAINST)
-    if not verdicts:
+        if a in items and b in items:
+            name = f"{column}: {a}/{b}" if column != measured.ALL else f"{a}/{b}"
+            scaled = [x * threshold for x in items[b]]
+            pairs.append(
+                (f"{name} ({claim.direction} {threshold:g})", scaled, items[a], claim.direction == "above")
+            )
+            shown.append(bootstrap.ratio(items[b], items[a]))  # B/A of (b, a): a over b
+    if not pairs:
         return Verdict(claim, UNCHECKABLE, note=f"no column holds both {a} and {b}")
-    return Verdict(claim, combine(verdicts), tuple(lines))
+    verdicts, lines, note = _pairs(pairs, shown)
+    return Verdict(claim, combine(verdicts), tuple(lines), note)
 
 
 def _rises(claim: Claim, runs: Runs) -> Verdict:
