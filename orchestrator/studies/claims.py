@@ -304,6 +304,12 @@ def _aggregate(
         else:
             verdicts.append(HOLDS if low > 1 else AGAINST if high < 1 else NOISE)
         lines.append(_ratio_text(f"{other}/{who}", r))
+    fewest = min(len(columns[c][i]) for c in shared for i in items)
+    if 1 < fewest < bootstrap.FULL_COVERAGE_RUNS:
+        lines.append(
+            f"the bootstrap alone decides here, and over {fewest} runs its 95 % interval holds the truth "
+            f"less often than it says (from {bootstrap.FULL_COVERAGE_RUNS} runs on it does: docs/reports.md)"
+        )
     return (AGAINST if AGAINST in verdicts else combine(verdicts)), lines
 
 
