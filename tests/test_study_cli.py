@@ -7,6 +7,8 @@ import re
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tests.studies_db import FAST, SLOW, write_db, write_study
 
 REPO = Path(__file__).resolve().parent.parent
@@ -197,3 +199,54 @@ def test_a_hostile_stored_figure_leaves_the_rest_of_the_report(cli, tmp_path):
     assert "Not compared: cell pytorch, run 1: -1.0 is not a positive time" in result.output
     assert "resnet50  pytorch → tensorflow" in result.output  # the other column is still compared
     assert "fast   fastest  not checkable here" in result.output
+
+
+REAL = """\
+name: real
+settings: {model: small_cnn, image_size: 32, classes: 3, dataset_size: 72, val_fraction: 0.1, batch_size: 16,
+           epochs: 1, warmup_steps: 1, min_steps: 2, min_time: 0, threads: 1, runs: 2}
+axes:
+  framework: [fault, pytorch]
+"""
+REAL_STUDY = """\
+published:
+  - name: times
+    file: published/p.csv
+    unit: ms
+    row: a framework's time per image on small_cnn
+    value: value
+    columns: model
+    unknown: carry
+claims:
+  - {id: fault-first, kind: fastest, text: The fault worker is fastest, source: s, who: fault, in: [every],
+     columns: model}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.framework
+def test_a_tiny_study_of_the_fault_worker_and_pytorch_runs_and_reports(
+    cli, tmp_path, workdir, pytorch_python
+):
+    """One real framework beside the fault worker, through run and report: the report ranks both,
+    the framework bench lacks is a row, and the claim rests on 2 runs a side (not shown)."""
+    folder = write_study(tmp_path / "studies", REAL_STUDY, matrix=REAL)
+    (folder / "grid.yaml").rename(folder / "real.yaml")
+    text = (folder / "study.yaml").read_text().replace("path: grid.yaml", "path: real.yaml")
+    (folder / "study.yaml").write_text(text)
+    (folder / "published").mkdir()
+    (folder / "published" / "p.csv").write_text(
+        "framework,model,value\npytorch,small_cnn,2\ncaffe,small_cnn,3\n"
+    )
+    result = cli("study", "run", "t", "--studies", str(tmp_path / "studies"))
+    assert result.exit_code == 0, result.output
+    assert "4 ok" in result.output
+    out = cli("study", "report", "t", "--studies", str(tmp_path / "studies")).output
+    rows = {
+        r[0]: r for r in (re.split(r"\s{2,}", x) for x in out.splitlines()) if r[0] in ("fault", "pytorch")
+    }
+    assert rows["fault"][4] == "2" and rows["pytorch"][4] == "2"  # n: each configuration's runs
+    assert rows["pytorch"][1] == "2" and rows["pytorch"][2] == "1.00"  # published, × its fastest
+    assert "not run here: bench has no framework caffe" in out
+    [claim] = [re.split(r"\s{2,}", x) for x in out.splitlines() if x.startswith("fault-first ")]
+    assert claim[2] == "not shown at this n"  # 2 runs a side cannot tell two cells apart
