@@ -232,10 +232,14 @@ def level_key(level: str) -> tuple[int, float | str]:
 def _fastest(claim: Claim, runs: Runs) -> Verdict:
     who = claim.subjects[0]
     columns = _columns(runs)
+    # A rate was turned into a time (_figures), so a speed claim's aggregates are seconds per image.
+    metric = (
+        "seconds per image" if claim.metric in ("seconds_per_image", "images_per_second") else claim.metric
+    )
     parts: list[str] = []
     lines: list[str] = []
     for how in claim.aggregates:
-        verdict, found = _every(who, columns) if how == "every" else _aggregate(who, columns, how)
+        verdict, found = _every(who, columns) if how == "every" else _aggregate(who, columns, how, metric)
         if verdict is not None:
             parts.append(verdict)
         lines += [f"{how}: {line}" for line in found]
@@ -274,7 +278,7 @@ AGGREGATE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 
 
 def _aggregate(
-    who: str, columns: dict[str, dict[str, list[float]]], how: str
+    who: str, columns: dict[str, dict[str, list[float]]], how: str, metric: str
 ) -> tuple[str | None, list[str]]:
     """Each item's aggregate over the columns every item has, drawn with the bootstrap; `who`
     against each other item by the interval of their ratio."""
@@ -290,7 +294,10 @@ def _aggregate(
         draws[item] = AGGREGATE[how](stack)
         centres[item] = float(AGGREGATE[how](np.array([[sample.cell_figure(cell)] for cell in cells]))[0])
     verdicts: list[str] = []
-    lines = [f"over {', '.join(shared)}: " + ", ".join(f"{i} {centres[i]:.3g}" for i in items)]
+    what = "geometric mean" if how == "average" else "slowest"
+    lines = [
+        f"{what} of {metric} over {', '.join(shared)}: " + ", ".join(f"{i} {centres[i]:.3g}" for i in items)
+    ]
     for other in items:
         if other == who:
             continue
