@@ -426,5 +426,4 @@ def _is_value(node: Node) -> bool:
 # name the file, the line and the key alike: these are its public names for the matrix's readers.
 Reader = _Reader
 compose = _compose
-describe = _describe
 is_null = _is_null
