@@ -203,3 +203,13 @@ def test_the_cli_says_error_and_exits_1(tmp_path, cli):
     assert result.exit_code == 1
     assert result.output.startswith("error: ") and result.output.count("\n") == 1
     assert "who: framework: unknown framework 'caffe'" in result.output
+
+
+def test_a_study_of_many_claims_loads_and_one_too_many_is_refused(tmp_path):
+    claim = "  - {{id: c{i}, kind: order, text: t, source: s, order: [pytorch, tensorflow, mxnet]}}\n"
+    many = "claims:\n" + "".join(claim.format(i=i) for i in range(loader.MAX_ITEMS))
+    assert len(loader.load_study(_study(tmp_path, many)).claims) == loader.MAX_ITEMS
+    more = many + claim.format(i=loader.MAX_ITEMS)
+    assert f"claims: {loader.MAX_ITEMS + 1} entries (at most {loader.MAX_ITEMS})" in _refused(
+        _study(tmp_path / "more", more)
+    )

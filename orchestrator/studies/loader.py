@@ -19,7 +19,7 @@ from yaml.nodes import MappingNode, Node
 from orchestrator.config import matrix as matrix_loader
 from orchestrator.config.filters import did_you_mean
 from orchestrator.config.run_config import FIELD_NAMES, validate_field
-from orchestrator.config.values import shown
+from orchestrator.config.values import cut, shown
 from orchestrator.errors import ConfigError
 from orchestrator.studies import published
 from orchestrator.studies.spec import (
@@ -90,6 +90,7 @@ class _Study:
     def __init__(self, label: str, base: Path) -> None:
         self.read = matrix_loader.Reader(label)
         self.label, self.base = label, base
+        self.ran: dict[str, set[Any]] = {}  # per setting, the values the study's matrices run
 
     def load(self, root: Node) -> Study:
         sections = {
@@ -170,9 +171,12 @@ class _Study:
             value = validate_field(setting, raw)
         except ValueError as exc:
             raise self.read.node_error(node, key, f"{setting}: {exc}") from None
-        ran = {getattr(c, setting) for m in matrices for c in m.matrix.configs}
+        # Each setting's values gathered once: a hostile file of many claims must stay linear.
+        if setting not in self.ran:
+            self.ran[setting] = {getattr(c, setting) for m in matrices for c in m.matrix.configs}
+        ran = self.ran[setting]
         if value not in ran:
-            listed = ", ".join(sorted(map(str, ran)))
+            listed = cut(", ".join(sorted(map(str, ran))), 200)
             message = f"{setting} {shown(value)} is not run by the study's matrices (they run {listed})"
             raise self.read.node_error(node, key, message)
         return value
