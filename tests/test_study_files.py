@@ -126,6 +126,11 @@ def test_a_claim_that_names_what_does_not_exist_is_refused_in_one_line(tmp_path,
         (CSV + "mxnet,alexnet,cpu\n", "p.csv:4: 3 fields where the header has 5"),
         (b"framework,model,device,value\n\xff\n", "p.csv:2: the file is not UTF-8 text"),
         ("framework,model,device,value\npytorch,alexnet,gpu,1\n", "no row matches the table poster's where"),
+        (
+            "framework,model,device,value,value\npytorch,alexnet,cpu,1,2\n",
+            "p.csv:1: value: a column named twice",
+        ),
+        (CSV + 'mxnet,alexnet,cpu,"1\n2",\n', "p.csv:5: value: '1\\n2' is not a number"),
     ],
 )
 def test_a_bad_published_table_is_refused_in_one_line(tmp_path, csv, says):

@@ -82,24 +82,28 @@ def _rows(table: Table, label: str, text: str) -> Published:
         header = next(reader)
     except (StopIteration, csv.Error):
         raise ConfigError(f"{label}:1: the file has no header line") from None
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:
+        raise ConfigError(f"{label}:1: {cut(twice[0])}: a column named twice in the header")
     wanted = [table.items, table.columns, table.value, *(k for k, _ in table.where)]
     missing = [c for c in dict.fromkeys(wanted) if c not in header]
     if missing:
         raise ConfigError(
-            f"{label}:1: {missing[0]}: no such column (the header has {', '.join(map(cut, header))})"
+            f"{label}:1: {missing[0]}: no such column (the header has {cut(', '.join(header), 200)})"
         )
     at = {name: header.index(name) for name in header}
     found = Published(table)
     try:
-        for number, row in enumerate(reader, start=2):
-            if number > MAX_ROWS:
-                raise ConfigError(f"{label}:{number}: more than {MAX_ROWS} rows")
+        for count, row in enumerate(reader, start=1):
+            line = reader.line_num  # where the row ends: a quoted field may span lines
+            if count > MAX_ROWS:
+                raise ConfigError(f"{label}:{line}: more than {MAX_ROWS} rows")
             if not row:
                 continue
             if len(row) != len(header):
-                raise ConfigError(f"{label}:{number}: {len(row)} fields where the header has {len(header)}")
+                raise ConfigError(f"{label}:{line}: {len(row)} fields where the header has {len(header)}")
             if all(row[at[k]] == v for k, v in table.where):
-                _keep(found, row, at, f"{label}:{number}")
+                _keep(found, row, at, f"{label}:{line}")
     except csv.Error as exc:
         raise ConfigError(f"{label}:{reader.line_num}: csv: {exc}") from None
     if not found.cells and not found.lacking:
