@@ -248,5 +248,5 @@ def test_a_tiny_study_of_the_fault_worker_and_pytorch_runs_and_reports(
     assert rows["fault"][4] == "2" and rows["pytorch"][4] == "2"  # n: each configuration's runs
     assert rows["pytorch"][1] == "2" and rows["pytorch"][2] == "1.00"  # published, × its fastest
     assert "not run here: bench has no framework caffe" in out
-    [claim] = [re.split(r"\s{2,}", x) for x in out.splitlines() if x.startswith("fault-first ")]
+    [claim] = [re.split(r"\s{2,}", x) for x in out.splitlines() if x.startswith("fault-first  ")]
     assert claim[2] == "not shown at this n"  # 2 runs a side cannot tell two cells apart

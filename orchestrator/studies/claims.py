@@ -213,9 +213,9 @@ def _rises(claim: Claim, runs: Runs) -> Verdict:
     verdicts, lines, note = _pairs(pairs)
     found: list[str] = []
     for start, end in spans:
-        overall, steps = verdicts[start], verdicts[start + 1 : end] if end - start > 1 else []
+        overall, between = verdicts[start], verdicts[start + 1 : end] if end - start > 1 else []
         if overall == HOLDS:
-            found.append(MIXED if AGAINST in steps else HOLDS)
+            found.append(MIXED if AGAINST in between else HOLDS)
         else:
             found.append(overall)
     return Verdict(claim, combine(found), tuple(lines), note)

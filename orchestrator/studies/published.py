@@ -116,24 +116,24 @@ def _keep(found: Published, row: list[str], at: dict[str, int], where: str) -> N
     item, column = row[at[table.items]].strip(), row[at[table.columns]].strip()
     note = row[at[NOTE]].strip() if NOTE in at else ""
     lacking = ""
-    for setting, value in ((table.columns, column), (table.items, item)):
+    for setting, name in ((table.columns, column), (table.items, item)):
         try:
-            parse_value(setting, value, "published")  # typed as --only types text: batch 32 is 32
+            parse_value(setting, name, "published")  # typed as --only types text: batch 32 is 32
         except ConfigError:
             if table.unknown == "refuse":
-                message = f"{where}: {setting}: bench has no {cut(value)} (the table may say unknown: carry)"
+                message = f"{where}: {setting}: bench has no {cut(name)} (the table may say unknown: carry)"
                 raise ConfigError(message) from None
             if setting == table.columns:  # a whole column bench cannot run: said once, under the table
-                found.lacking[value] = f"bench has no {setting} {value}"
+                found.lacking[name] = f"bench has no {setting} {name}"
                 return
-            lacking = f"bench has no {setting} {value}"
+            lacking = f"bench has no {setting} {name}"
     text = row[at[table.value]].strip()
     if not text:
         if table.missing == "refuse":
             raise ConfigError(f"{where}: {table.value}: an empty cell (the table may say missing: carry)")
         if not note:
             raise ConfigError(f"{where}: {table.value}: an empty cell needs a note saying why")
-        value = None
+        value: float | None = None
     else:
         value = _number(text, f"{where}: {table.value}")
     cells = found.cells.setdefault(column, {})

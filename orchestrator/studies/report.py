@@ -68,9 +68,9 @@ def _scales(study: Study, found: measured.Measured) -> str:
 def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> None:
     pub = published.read_table(table)
     out.heading(2, f"Published beside measured: {table.name}")
-    where = ", ".join(f"{k} {v}" for k, v in table.where)
+    rows_kept = ", ".join(f"{k} {v}" for k, v in table.where)
     out.para(
-        f"Published: {table.row}; unit {table.unit}{'; ' + where if where else ''}. "
+        f"Published: {table.row}; unit {table.unit}{'; ' + rows_kept if rows_kept else ''}. "
         f"Measured: seconds per image, {_settings(table.measured) or 'every configuration'}; "
         "× the fastest is each cell over its column's fastest, bench's with its 95 % interval over runs."
         + (f" {table.notes}" if table.notes else "")
