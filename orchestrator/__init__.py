@@ -7,6 +7,8 @@ It never imports a deep learning framework: a run is another interpreter's proce
                       → executors (local, or Ray) → launch (one configuration in its own process,
                       its outcome) → sweep records it through storage (SQLite or PostgreSQL)
     bench report  cli → report (selection → table or figure → text, CSV, JSON, HTML) → storage
+    bench study   cli → studies (study.yaml → its matrices run as sweeps; published beside
+                      measured, claims judged) → report's selection → storage
 
 provision (framework environments, datasets, the machine) serves launch and the CLI; stats
 (figures, intervals, ties and verdicts over independent runs) serves report, sweep and the CLI; text
@@ -28,5 +30,17 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "executors": ("text", "config", "provision", "launch"),
     "sweep": ("text", "stats", "config", "storage", "provision", "launch", "executors"),
     "report": ("text", "stats", "config", "storage"),
-    "cli": ("text", "stats", "config", "storage", "provision", "launch", "executors", "sweep", "report"),
+    "studies": ("text", "stats", "config", "storage", "report"),
+    "cli": (
+        "text",
+        "stats",
+        "config",
+        "storage",
+        "provision",
+        "launch",
+        "executors",
+        "sweep",
+        "report",
+        "studies",
+    ),
 }

@@ -12,7 +12,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 ROOTS = ("orchestrator", "profiler", "workers")
-TOP_FOLDERS = ("orchestrator", "workers", "profiler", "tests", "docs", "matrices", "benchmarks", "envs")
+TOP_FOLDERS = (
+    "orchestrator",
+    "workers",
+    "profiler",
+    "tests",
+    "docs",
+    "matrices",
+    "studies",
+    "benchmarks",
+    "envs",
+)
 
 
 def packages() -> list[Path]:

@@ -2,7 +2,7 @@
 with their intervals, each one's "× the fastest" beside the poster's, and Kendall's τ-b between
 bench's tied ranks and the poster's order.
 
-It reads a database that `bench run --matrix matrices/umons-cpu-ranking.yaml` filled (each
+It reads a database that `bench study run umons` filled (studies/umons/cpu-ranking.yaml, each
 configuration `runs` times, each run its own process) and the poster's figures (CSV: framework,
 model, device, photos, value; the poster's training time at 791 and 6003 photos, the unit not
 stated). Only ok runs that no disturbance flagged count, as in every verdict bench gives; the

@@ -12,6 +12,7 @@
     dry_run.py           --dry-run's table of the settings in which configurations differ
     calibrate.py         bench calibrate: the sweep's calibration timed now, against a recorded sweep's
     transfer.py          bench export and bench import: sweeps carried between databases as JSON
+    study.py             bench study (list, run, report): a published study re-run, set beside its paper
 
 May import every package: it is the top.
 """

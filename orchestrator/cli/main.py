@@ -15,6 +15,7 @@ from orchestrator.cli.env import env, models_command
 from orchestrator.cli.options import BenchGroup
 from orchestrator.cli.report import inspect, report, timeline
 from orchestrator.cli.run import rerun, run
+from orchestrator.cli.study import study
 from orchestrator.cli.train import train
 from orchestrator.cli.transfer import export_command, import_command
 from orchestrator.text.terminal import SafeFormatter
@@ -51,6 +52,7 @@ for command in (
     calibrate,
     export_command,
     import_command,
+    study,
 ):
     cli.add_command(command)
 

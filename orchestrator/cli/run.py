@@ -79,7 +79,9 @@ def _existing(db_url: str) -> Database | None:
         return None
 
 
-def _finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
+def finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
+    """The sweep's one-line summary; exit 130 if it was interrupted, 1 on a --fail-on outcome
+    (bench study run ends each of its sweeps the same way)."""
     counts: dict[str, int] = {}
     for outcome in result.outcomes.values():
         counts[outcome] = counts.get(outcome, 0) + 1
@@ -225,7 +227,7 @@ def run(
         calibrate=calibrate,
     )
     result = run_sweep(db, plan, runner, say=lambda line: echo(line, err=True))
-    _finish(result, wanted_fail, hint(extra=["--resume"]))
+    finish(result, wanted_fail, hint(extra=["--resume"]))
 
 
 @click.command()
@@ -256,4 +258,4 @@ def rerun(run_id: int, runs_dir: str | None, db_url: str, env_dir: str | None) -
         echo(
             f"run {run_id} was {old['outcome']}; this time {result.outcomes[new_id]}: bench inspect {new_id}"
         )
-    _finish(result, set(), hint())
+    finish(result, set(), hint())

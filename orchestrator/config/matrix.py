@@ -420,3 +420,10 @@ def _key_line(mapping: Node, name: str) -> int:
 
 def _is_value(node: Node) -> bool:
     return isinstance(node, ScalarNode) and not _is_null(node)
+
+
+# A study file (orchestrator/studies/loader.py) is read the same way as a matrix, so that its errors
+# name the file, the line and the key alike: these are its public names for the matrix's readers.
+Reader = _Reader
+compose = _compose
+is_null = _is_null

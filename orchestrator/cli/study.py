@@ -1,0 +1,217 @@
+"""`bench study`: list the studies bench knows, run one's matrices, report it against its paper."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from orchestrator import shipped
+from orchestrator.cli.hint import hint
+from orchestrator.cli.options import db_option, echo, env_dir_option, prepare_data
+from orchestrator.cli.run import finish as finish_sweep
+from orchestrator.errors import ConfigError
+from orchestrator.storage.db import Database
+from orchestrator.studies import loader, measured
+from orchestrator.studies import report as study_report
+from orchestrator.studies.spec import Study, StudyMatrix
+from orchestrator.sweep.session import Plan, earlier_sweep, run_sweep
+from orchestrator.text.formats import Column, render
+
+
+def studies_option(f: Any) -> Any:
+    return click.option(
+        "--studies",
+        "studies_dir",
+        default=None,
+        envvar="BENCH_STUDIES",
+        help="The folder of study folders (env BENCH_STUDIES; default: the checkout's studies/).",
+    )(f)
+
+
+def scale_option(f: Any) -> Any:
+    return click.option(
+        "--scale",
+        default=None,
+        metavar="NAME",
+        help="Which of the study's scales (bench study list shows them; default: its first, such as cpu).",
+    )(f)
+
+
+def _root(studies_dir: str | None) -> Path:
+    return Path(studies_dir) if studies_dir else shipped.CHECKOUT / "studies"
+
+
+def _scale(study: Study, scale: str | None) -> str:
+    if scale is None:
+        return study.scales[0]
+    if scale not in study.scales:
+        raise ConfigError(f"--scale {scale}: study {study.name} has the scales {', '.join(study.scales)}")
+    return scale
+
+
+@click.group()
+def study() -> None:
+    """Published framework comparisons re-run: list them, run one, set it beside its paper.
+
+    \b
+    Examples:
+      bench study list
+      bench study run umons --scale cpu
+      bench study report umons --format markdown
+    """
+
+
+@study.command("list")
+@studies_option
+def list_command(studies_dir: str | None) -> None:
+    """The studies bench knows: name, title, matrices at each scale, runs planned, claims.
+
+    \b
+    Example:
+      bench study list --studies tests/data/studies
+    """
+    rows: list[dict[str, Any]] = []
+    for folder in loader.study_folders(_root(studies_dir)):
+        s = loader.load_study(folder)
+        matrices = ", ".join(f"{m.path.name} ({m.scale})" for m in s.matrices)
+        runs = ", ".join(f"{scale} {s.runs_planned(scale)}" for scale in s.scales)
+        rows.append(
+            {
+                "name": s.name,
+                "title": s.title,
+                "matrices": matrices,
+                "runs": runs,
+                "claims": len(s.claims),
+            }
+        )
+    columns = [
+        Column(h, k) for h, k in (("study", "name"), ("title", "title"), ("matrices (scale)", "matrices"))
+    ]
+    columns += [Column("runs planned", "runs"), Column("claims", "claims")]
+    echo(render(rows, columns, "table") if rows else "no studies")
+
+
+@study.command("run")
+@click.argument("name")
+@scale_option
+@click.option(
+    "--dry-run", is_flag=True, help="List each matrix's configurations and the runs planned; run nothing."
+)
+@click.option(
+    "--resume", is_flag=True, help="Continue the study's latest sweeps: run only what has no finished record."
+)
+@click.option(
+    "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
+)
+@click.option(
+    "--calibrate/--no-calibrate",
+    default=True,
+    show_default=True,
+    envvar="BENCH_CALIBRATE",
+    help="Time bench's fixed calibration work before and after each sweep, as bench run does "
+    "(env BENCH_CALIBRATE=0 turns it off).",
+)
+@studies_option
+@db_option
+@env_dir_option
+def run_command(
+    name: str,
+    scale: str | None,
+    dry_run: bool,
+    resume: bool,
+    runs_dir: str | None,
+    calibrate: bool,
+    studies_dir: str | None,
+    db_url: str,
+    env_dir: str | None,
+) -> None:
+    """Run study NAME's matrices at one scale into the database, as bench run would, one sweep each
+    (named for the study and the scale, which the report reads).
+
+    \b
+    Examples:
+      bench study run umons --dry-run
+      bench study run umons --scale cpu --db umons.db
+      bench study run umons --resume
+    """
+    s = loader.load_named(_root(studies_dir), name)
+    chosen = _scale(s, scale)
+    for entry in s.at_scale(chosen):
+        if dry_run:
+            _dry_run(s, entry)
+        else:
+            _run(s, entry, Where(db_url, runs_dir, env_dir), resume, calibrate)
+
+
+def _dry_run(s: Study, entry: StudyMatrix) -> None:
+    from orchestrator.cli.dry_run import listing
+
+    configs = list(entry.matrix.configs)
+    runs = sum(c.runs for c in configs)
+    echo(f"{entry.sweep_name(s.name)}: {len(configs)} configurations, {runs} runs ({entry.path})")
+    for line in listing(configs, {}, None):
+        echo(line)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a study's sweeps go: the database, the run folders, the framework environments."""
+
+    db_url: str
+    runs_dir: str | None
+    env_dir: str | None
+
+
+def _run(s: Study, entry: StudyMatrix, where: Where, resume: bool, calibrate: bool) -> None:
+    configs = list(entry.matrix.configs)
+    db = Database(where.db_url, create=True)
+    sweep_name = entry.sweep_name(s.name)
+    earlier = earlier_sweep(db, sweep_name, backstop=True) if resume else None
+    plan = Plan(
+        sweep_name,
+        "matrix",
+        configs,
+        where.db_url,
+        where.runs_dir,
+        where.env_dir,
+        prepare_data(configs),
+        matrix_path=os.fspath(entry.path),
+        matrix_hash=entry.matrix.file_hash,
+        resume=resume,
+        earlier=earlier,
+        backstop=True,
+        calibrate=calibrate,
+    )
+    result = run_sweep(db, plan, say=lambda line: echo(line, err=True))
+    finish_sweep(result, set(), hint(extra=["--resume"]))
+
+
+@study.command("report")
+@click.argument("name")
+@scale_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(study_report.FORMATS),
+    default="text",
+    show_default=True,
+    help="text or markdown (docs/studies.md shows both).",
+)
+@studies_option
+@db_option
+def report_command(name: str, scale: str | None, fmt: str, studies_dir: str | None, db_url: str) -> None:
+    """Study NAME's published figures beside bench's runs, then each claim's verdict.
+
+    \b
+    Examples:
+      bench study report umons
+      bench study report umons --db umons.db --format markdown
+    """
+    s = loader.load_named(_root(studies_dir), name)
+    db = Database(db_url, create=False)
+    found = measured.read(db, s, _scale(s, scale))
+    echo(study_report.report(s, found, fmt), markdown=fmt == "markdown")
