@@ -132,6 +132,25 @@ def db_option(f: Any) -> Any:
     )(f)
 
 
+def runs_dir_option(f: Any) -> Any:
+    return click.option(
+        "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
+    )(f)
+
+
+def calibrate_option(f: Any) -> Any:
+    """Whether a sweep times bench's fixed calibration work at its ends (bench run, bench study run)."""
+    return click.option(
+        "--calibrate/--no-calibrate",
+        default=True,
+        show_default=True,
+        envvar="BENCH_CALIBRATE",
+        help="Time a fixed piece of work (about a second, one thread) before the first run and after the "
+        "last, so reports can say whether the machine ran at the same speed in two sweeps "
+        "(docs/profiler.md, Calibration; local executor; env BENCH_CALIBRATE=0 turns it off).",
+    )(f)
+
+
 def env_dir_option(f: Any) -> Any:
     return click.option(
         "--env-dir",

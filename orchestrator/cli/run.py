@@ -13,10 +13,12 @@ from orchestrator.cli.executor_options import check_disturbance_options, executo
 from orchestrator.cli.hint import hint
 from orchestrator.cli.options import (
     IdType,
+    calibrate_option,
     db_option,
     echo,
     env_dir_option,
     prepare_data,
+    runs_dir_option,
 )
 from orchestrator.config import matrix
 from orchestrator.config.checks import config_from_stored
@@ -141,18 +143,8 @@ def finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
     help="Run every batch size even after the same configuration ran out of memory at a smaller one "
     "(by default those are recorded skipped: 'oom at batch B').",
 )
-@click.option(
-    "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
-)
-@click.option(
-    "--calibrate/--no-calibrate",
-    default=True,
-    show_default=True,
-    envvar="BENCH_CALIBRATE",
-    help="Time a fixed piece of work (about a second, one thread) before the first run and after the "
-    "last, so reports can say whether the machine ran at the same speed in two sweeps "
-    "(docs/profiler.md, Calibration; local executor; env BENCH_CALIBRATE=0 turns it off).",
-)
+@runs_dir_option
+@calibrate_option
 @executor_options
 @db_option
 @env_dir_option

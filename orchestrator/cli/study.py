@@ -12,7 +12,14 @@ import click
 
 from orchestrator import shipped
 from orchestrator.cli.hint import hint
-from orchestrator.cli.options import db_option, echo, env_dir_option, prepare_data
+from orchestrator.cli.options import (
+    calibrate_option,
+    db_option,
+    echo,
+    env_dir_option,
+    prepare_data,
+    runs_dir_option,
+)
 from orchestrator.cli.run import finish as finish_sweep
 from orchestrator.errors import ConfigError
 from orchestrator.storage import transfer
@@ -106,17 +113,8 @@ def list_command(studies_dir: str | None) -> None:
 @click.option(
     "--resume", is_flag=True, help="Continue the study's latest sweeps: run only what has no finished record."
 )
-@click.option(
-    "--runs-dir", default=None, help="Where run folders go (default: bench-runs/ beside the database)."
-)
-@click.option(
-    "--calibrate/--no-calibrate",
-    default=True,
-    show_default=True,
-    envvar="BENCH_CALIBRATE",
-    help="Time bench's fixed calibration work before and after each sweep, as bench run does "
-    "(env BENCH_CALIBRATE=0 turns it off).",
-)
+@runs_dir_option
+@calibrate_option
 @studies_option
 @db_option
 @env_dir_option
