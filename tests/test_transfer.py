@@ -5,6 +5,7 @@ document that is not what it claims is refused in one line with nothing written.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -78,7 +79,8 @@ def _broken(document: dict, how: str) -> dict:
         del run["run"]["config_hash"]
     elif how == "unknown table":
         run["samples"] = []
-    elif how == "a bool for a number":
+    elif how == "a bool for a number":  # a run that trained (the order of runs is shuffled)
+        run = next(r for r in document["sweeps"][0]["runs"] if r["epochs"])
         run["epochs"][0]["seconds"] = True
     elif how == "control characters in a key":
         run["run"]["\x1b[31mred"] = 1
@@ -111,7 +113,7 @@ def test_a_damaged_document_is_one_line_and_writes_nothing(cli, exported, workdi
     result = CliRunner().invoke(bench_cli, ["import", str(bad), "--db", "other.db"])
     assert result.exit_code == 1, result.output
     assert result.output.count("\n") == 1 and says in result.output and "\x1b" not in result.output
-    assert "run 1" in result.output
+    assert re.search(r"run \d+", result.output)
     assert count(workdir / "other.db", "runs") == before and count(workdir / "other.db", "sweeps") == 1
 
 
