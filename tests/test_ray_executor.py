@@ -83,6 +83,16 @@ def query(db: Path, sql: str) -> list[tuple]:
         conn.close()
 
 
+def watched(run_dir: Path) -> bool:
+    """Whether the run's sampler started and was pointed at its worker (samples.jsonl's start record)."""
+    try:
+        lines = (run_dir / "samples.jsonl").read_text().splitlines()
+    except FileNotFoundError:
+        return False
+    starts = [json.loads(line) for line in lines if '"start"' in line]
+    return any(s.get("kind") == "start" and ("pid" in s or "missed" in s) for s in starts)
+
+
 def content(db: Path) -> dict[str, dict]:
     """Per configuration: its row's content, its epochs and whether it has samples."""
     conn = sqlite3.connect(db)
@@ -96,9 +106,15 @@ def content(db: Path) -> dict[str, dict]:
             "SELECT repeat, epoch, steps, images FROM epochs WHERE run_id = ? ORDER BY repeat, epoch",
             (row["id"],),
         ).fetchall()
-        if row["outcome"] in ("ok", "timeout"):  # a fast crash may end before the sampler's first look
+        if row["outcome"] == "timeout":  # seconds long: sampled under any executor, on any load
             sampled = conn.execute("SELECT count(*) > 0 FROM samples WHERE run_id = ?", (row["id"],))
             data["sampled"] = sampled.fetchone()[0]
+        elif row["outcome"] == "ok":
+            # The ok fault run lasts a fraction of a second: on a loaded machine it may end before
+            # the sampler's first look under either executor. What both must do is watch it: the
+            # sampler started, was pointed at the worker, and said so (a start record, sampled or
+            # "missed"), which it cannot do where an executor never ran it.
+            data["watched"] = watched(Path(db).parent / row["run_dir"])
         env = conn.execute(
             "SELECT framework_version, python_version FROM environments WHERE run_id = ?", (row["id"],)
         )

@@ -12,6 +12,7 @@ bench's and judges each claim on the runs.
     measured.py   the study's sweeps' runs read back as cells, and the grid a comparison picks
     claims.py     each claim kind judged on the runs with stats/: a verdict, its figures
     report.py     published beside measured, then the claims, as text or markdown
+    since.py      the closing section: the verdicts counted, the orders' τ-b, the causes (since:)
 
 May import: text, stats, config, storage, and report's query group (the one rule for which runs
 count); never launch, executors or sweep (bench study run is the CLI's, over sweep/).

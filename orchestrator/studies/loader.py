@@ -21,7 +21,7 @@ from orchestrator.config.filters import did_you_mean
 from orchestrator.config.run_config import FIELD_NAMES, validate_field
 from orchestrator.config.values import cut, shown
 from orchestrator.errors import ConfigError
-from orchestrator.studies import published
+from orchestrator.studies import published, since
 from orchestrator.studies.spec import (
     AGGREGATES,
     KINDS,
@@ -37,7 +37,7 @@ from orchestrator.studies.spec import (
 )
 
 FILE = "study.yaml"
-SECTIONS = ("name", "title", "citation", "notes", "matrices", "published", "claims")
+SECTIONS = ("name", "title", "citation", "notes", "matrices", "published", "claims", "since")
 MATRIX_KEYS = ("path", "scale", "note")
 TABLE_KEYS = (
     "name", "file", "unit", "row", "value", "items", "columns", "where", "measured", "missing", "unknown",
@@ -119,6 +119,7 @@ class _Study:
             claims=claims,
             notes=self.read.text(sections.get("notes"), "notes"),
             scales=tuple(dict.fromkeys(m.scale for m in matrices)),
+            since=since.parse(self.read, self._list(sections.get("since"), "since"), [c.id for c in claims]),
         )
 
     # --- pieces -------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 from orchestrator.errors import StatsError
 from orchestrator.report.query import select
 from orchestrator.stats import bootstrap, ranking
-from orchestrator.studies import claims, measured, published
+from orchestrator.studies import claims, measured, published, since
 from orchestrator.studies.spec import Study, Table
 from orchestrator.text.formats import Column, number, render
 from orchestrator.text.terminal import markdown_cell
@@ -31,8 +31,9 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
     out.para(_scales(study, found))
     if study.notes:
         out.para(study.notes)
+    agreements: list[since.Agreement] = []
     for table in study.tables:
-        _table(out, study, table, found)
+        agreements += _table(out, study, table, found)
     out.heading(2, "Claims")
     verdicts = [claims.judge(c, found.cells) for c in study.claims]
     if not verdicts:
@@ -45,6 +46,7 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
     for v in verdicts:
         out.para(f"{v.claim.id} ({v.claim.source}): {v.verdict}" + (f"; {v.note}" if v.note else ""))
         out.items(v.figures)
+    since.section(out, study.since, verdicts, agreements)
     return out.text()
 
 
@@ -65,7 +67,7 @@ def _scales(study: Study, found: measured.Measured) -> str:
     return ". ".join(parts) + "."
 
 
-def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> None:
+def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> list[since.Agreement]:
     pub = published.read_table(table)
     out.heading(2, f"Published beside measured: {table.name}")
     rows_kept = ", ".join(f"{k} {v}" for k, v in table.where)
@@ -78,8 +80,9 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
     g = measured.grid(found.cells, table.measured, table.items, table.columns)
     if g.problem:
         out.para(f"Not compared: {g.problem}.")
-        return
+        return []
     summary: list[dict[str, str]] = []
+    agreements: list[since.Agreement] = []
     # Every published column, and every column bench measured that the study did not (shown, with
     # no published figure beside it, rather than left out).
     for column in sorted(set(pub.cells) | {k[0] for k in g.cells}, key=claims.level_key):
@@ -102,17 +105,19 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
                 "bench rank",
             ),
         )
+        agreements.append(since.Agreement(table.name, table.items, table.columns, column, entry.pop("tau")))
         summary.append({table.columns: entry.pop("column"), **entry})
     if pub.lacking:
         out.items([f"not run here: {k} ({why})" for k, why in sorted(pub.lacking.items())])
     out.table(
         summary, (table.columns, "bench's tie groups, fastest first", "published order", "Kendall's τ-b")
     )
+    return agreements
 
 
 def _column(
     pub: published.Published, column: str, g: measured.Grid, where: Where
-) -> tuple[list[dict[str, str]], dict[str, str]]:
+) -> tuple[list[dict[str, str]], dict[str, Any]]:
     cells = pub.cells.get(column, {})
     ranked = pub.ranked(column)
     best = min(ranked.values()) if ranked else None
@@ -146,11 +151,13 @@ def _column(
         else:
             row.update({"bench ms/image": where.absent(item, g), "n": "0"})
         rows.append(row)
-    entry = {
+    tau_text, tau = _tau(ranking.ranks(groups), ranked)
+    entry: dict[str, Any] = {
         "column": column,
         "bench's tie groups, fastest first": groups_text(groups) or DASH,
         "published order": ", ".join(sorted(ranked, key=ranked.__getitem__)),
-        "Kendall's τ-b": _tau(ranking.ranks(groups), ranked),
+        "Kendall's τ-b": tau_text,
+        "tau": tau,
     }
     return rows, entry
 
@@ -189,16 +196,18 @@ class Where:
         return f"not run here: {cell.why_empty('seconds_per_image')}"
 
 
-def _tau(bench: dict[str, int], ranked: dict[str, float]) -> str:
+def _tau(bench: dict[str, int], ranked: dict[str, float]) -> tuple[str, float | None]:
+    """Kendall's τ-b between the two orders, as the table prints it and as a number (None: none)."""
     common = sorted(set(bench) & set(ranked))
     if len(common) < 2:
-        return DASH
+        return DASH, None
     ordered = sorted(ranked[k] for k in common)
     theirs = {k: float(ordered.index(ranked[k]) + 1) for k in common}
     try:
-        return f"{ranking.kendall_tau_b({k: float(bench[k]) for k in common}, theirs):.2f} over {len(common)}"
+        tau = ranking.kendall_tau_b({k: float(bench[k]) for k in common}, theirs)
     except StatsError as exc:  # every bench cell tied: τ-b is undefined, and the report says why
-        return f"{DASH} ({exc})"
+        return f"{DASH} ({exc})", None
+    return f"{tau:.2f} over {len(common)}", tau
 
 
 def _interval(centre: float, low: float | None, high: float | None, scale: float = 1.0) -> str:
@@ -224,13 +233,13 @@ class Lines:
         self.fmt = fmt
         self.lines: list[str] = []
 
-    def _safe(self, text: str) -> str:
+    def safe(self, text: str) -> str:
         # A study's own words (its citation, notes, claims) are outside text: in markdown no link,
         # image or HTML of theirs may survive (text/terminal.py); in text the CLI makes it safe.
         return markdown_cell(text) if self.fmt == "markdown" else text
 
     def heading(self, level: int, text: str) -> None:
-        text = self._safe(text)
+        text = self.safe(text)
         if self.fmt == "markdown":
             self.lines += ["#" * level + " " + text, ""]
         elif level < 3:
@@ -239,17 +248,26 @@ class Lines:
             self.lines += [text + ":", ""]
 
     def para(self, text: str) -> None:
-        self.lines += [self._safe(text), ""]
+        self.lines += [self.safe(text), ""]
 
-    def items(self, items: Sequence[str]) -> None:
+    def items(self, items: Sequence[str], made_safe: bool = False) -> None:
+        """A list; `made_safe`: its items went through safe() already, with links of link()'s."""
         if items:
-            self.lines += [f"- {self._safe(i)}" for i in items] + [""]
+            self.lines += [f"- {i if made_safe else self.safe(i)}" for i in items] + [""]
 
     def table(self, rows: list[dict[str, str]], keys: Sequence[str]) -> None:
         if not rows:
             return
         columns = [Column(k, k, _text(k)) for k in keys]
         self.lines += [render(rows, columns, "markdown" if self.fmt == "markdown" else "table"), ""]
+
+    def link(self, target: str) -> str:
+        """A link to a page of bench's docs (since.SEE: a path under docs/ and an anchor, nothing
+        else): in markdown relative to docs/studies/, where the generated pages live."""
+        if self.fmt != "markdown":
+            return target
+        shown = target.replace("_", "\\_")
+        return f"[{shown}](../{target.removeprefix('docs/')})"
 
     def text(self) -> str:
         return "\n".join(self.lines).rstrip() + "\n"

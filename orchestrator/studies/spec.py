@@ -98,6 +98,16 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Cause:
+    """What explains a changed claim, in the study file's words, and where bench's docs show it."""
+
+    claims: tuple[str, ...]
+    text: str
+    see: str = ""  # docs/NAME.md or docs/NAME.md#section (since.SEE)
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Study:
     name: str
     title: str
@@ -108,6 +118,7 @@ class Study:
     claims: tuple[Claim, ...]
     notes: str = ""
     scales: tuple[str, ...] = field(default=())
+    since: tuple[Cause, ...] = ()  # the causes its report's closing section names (since.py)
 
     def at_scale(self, scale: str | None) -> tuple[StudyMatrix, ...]:
         """The matrices of one scale (all, where none is asked for)."""
