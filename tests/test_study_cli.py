@@ -165,6 +165,27 @@ def test_the_tiny_study_runs_resumes_and_reports(cli, workdir):
     assert verdicts["rises"] in ("holds", "does not hold", "mixed", "not shown at this n")
 
 
+def test_resume_with_retry_disturbed_runs_a_disturbed_run_again_and_only_it(cli, workdir):
+    """bench study run takes bench run's disturbance options: a run of the study's sweep flagged
+    disturbed (flagged here by hand, the one thing this test stands in for) is run again by
+    --resume --retry-disturbed, and the finished ones are not."""
+    assert cli("study", "run", "tiny", "--studies", str(TINY)).exit_code == 0
+    conn = sqlite3.connect(workdir / "bench.db")
+    try:
+        [(flagged,)] = conn.execute("SELECT id FROM runs ORDER BY id LIMIT 1").fetchall()
+        conn.execute("UPDATE runs SET disturbed = 1 WHERE id = ?", (flagged,))
+        conn.commit()
+        again = cli("study", "run", "tiny", "--studies", str(TINY), "--resume", "--retry-disturbed", "1")
+        assert again.exit_code == 0, again.output
+        runs = conn.execute("SELECT config_hash, run_index, disturbed FROM runs ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    assert len(runs) == 5  # the four, and the disturbed one's configuration and run index again
+    assert runs[-1][:2] == runs[0][:2]
+    bad = cli("study", "run", "tiny", "--studies", str(TINY), "--retry-disturbed", "-1")
+    assert bad.exit_code == 1 and "--retry-disturbed '-1': expected a count" in bad.output
+
+
 def test_a_studys_own_words_reach_the_report_escaped(cli, tmp_path):
     folder = write_study(tmp_path / "studies")
     text = (

@@ -32,6 +32,23 @@ class Bounded(click.ParamType):
         return number
 
 
+# The two disturbance options, shared with `bench study run` (cli/study.py).
+WAIT_IDLE = click.option(
+    "--wait-idle",
+    type=Bounded("--wait-idle", float, MAX_WAIT_SECONDS, "seconds"),
+    default=None,
+    help="Before each run, wait up to SECONDS for the other load on its CPUs to drop below the "
+    "threshold that flags a run disturbed; then run anyway (local executor; docs/profiler.md).",
+)
+RETRY_DISTURBED = click.option(
+    "--retry-disturbed",
+    type=Bounded("--retry-disturbed", int, MAX_RETRIES, "a count"),
+    default=0,
+    show_default=True,
+    help="Run a configuration again, up to N more times, while its run is flagged disturbed "
+    "(each attempt is recorded; reports take the latest). With --resume, a configuration whose "
+    "latest run was flagged disturbed runs again too.",
+)
 OPTIONS = [
     click.option(
         "--executor",
@@ -55,22 +72,8 @@ OPTIONS = [
         help="With --executor ray: as many runs per node as its CPUs and memory allow (throughput over "
         "timing fidelity; the report marks packed runs). Default: one run per node at a time.",
     ),
-    click.option(
-        "--wait-idle",
-        type=Bounded("--wait-idle", float, MAX_WAIT_SECONDS, "seconds"),
-        default=None,
-        help="Before each run, wait up to SECONDS for the other load on its CPUs to drop below the "
-        "threshold that flags a run disturbed; then run anyway (local executor; docs/profiler.md).",
-    ),
-    click.option(
-        "--retry-disturbed",
-        type=Bounded("--retry-disturbed", int, MAX_RETRIES, "a count"),
-        default=0,
-        show_default=True,
-        help="Run a configuration again, up to N more times, while its run is flagged disturbed "
-        "(each attempt is recorded; reports take the latest). With --resume, a configuration whose "
-        "latest run was flagged disturbed runs again too.",
-    ),
+    WAIT_IDLE,
+    RETRY_DISTURBED,
 ]
 
 

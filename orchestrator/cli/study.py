@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from orchestrator import shipped
+from orchestrator.cli.executor_options import RETRY_DISTURBED, WAIT_IDLE, make_executor
 from orchestrator.cli.hint import hint
 from orchestrator.cli.options import (
     calibrate_option,
@@ -113,6 +114,8 @@ def list_command(studies_dir: str | None) -> None:
 @click.option(
     "--resume", is_flag=True, help="Continue the study's latest sweeps: run only what has no finished record."
 )
+@WAIT_IDLE
+@RETRY_DISTURBED
 @runs_dir_option
 @calibrate_option
 @studies_option
@@ -123,6 +126,8 @@ def run_command(
     scale: str | None,
     dry_run: bool,
     resume: bool,
+    wait_idle: float | None,
+    retry_disturbed: int,
     runs_dir: str | None,
     calibrate: bool,
     studies_dir: str | None,
@@ -137,14 +142,16 @@ def run_command(
       bench study run umons --dry-run
       bench study run umons --scale cpu --db umons.db
       bench study run umons --resume
+      bench study run umons --resume --retry-disturbed 2 --wait-idle 120
     """
     s = loader.load_named(_root(studies_dir), name)
     chosen = _scale(s, scale)
+    how = How(resume, calibrate, wait_idle, retry_disturbed)
     for entry in s.at_scale(chosen):
         if dry_run:
             _dry_run(s, entry)
         else:
-            _run(s, entry, Where(db_url, runs_dir, env_dir), resume, calibrate)
+            _run(s, entry, Where(db_url, runs_dir, env_dir), how)
 
 
 def _dry_run(s: Study, entry: StudyMatrix) -> None:
@@ -166,11 +173,23 @@ class Where:
     env_dir: str | None
 
 
-def _run(s: Study, entry: StudyMatrix, where: Where, resume: bool, calibrate: bool) -> None:
+@dataclass(frozen=True)
+class How:
+    """How a study's sweeps run: resumed or not, calibrated, and the disturbance options of bench
+    run (wait for a quiet machine before each run; run a disturbed one again)."""
+
+    resume: bool
+    calibrate: bool
+    wait_idle: float | None = None
+    retry_disturbed: int = 0
+
+
+def _run(s: Study, entry: StudyMatrix, where: Where, how: How) -> None:
     configs = list(entry.matrix.configs)
     db = Database(where.db_url, create=True)
     sweep_name = entry.sweep_name(s.name)
-    earlier = earlier_sweep(db, sweep_name, backstop=True) if resume else None
+    resume, redo = how.resume, how.retry_disturbed > 0
+    earlier = earlier_sweep(db, sweep_name, backstop=True, redo_disturbed=redo) if resume else None
     plan = Plan(
         sweep_name,
         "matrix",
@@ -184,9 +203,11 @@ def _run(s: Study, entry: StudyMatrix, where: Where, resume: bool, calibrate: bo
         resume=resume,
         earlier=earlier,
         backstop=True,
-        calibrate=calibrate,
+        retry_disturbed=how.retry_disturbed,
+        calibrate=how.calibrate,
     )
-    result = run_sweep(db, plan, say=lambda line: echo(line, err=True))
+    runner = make_executor("local", "auto", False, where.env_dir, how.wait_idle)
+    result = run_sweep(db, plan, runner, say=lambda line: echo(line, err=True))
     finish_sweep(result, set(), hint(extra=["--resume"]))
 
 
