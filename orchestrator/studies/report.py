@@ -15,17 +15,22 @@ from typing import Any
 from orchestrator.errors import StatsError
 from orchestrator.report.query import select
 from orchestrator.stats import bootstrap, ranking
-from orchestrator.studies import claims, measured, published
+from orchestrator.studies import claims, measured, published, ratios
+from orchestrator.studies.figures import Bar
 from orchestrator.studies.spec import Study, Table
 from orchestrator.text.formats import Column, number, render
 from orchestrator.text.terminal import markdown_cell
 
-FORMATS = ("text", "markdown")
+FORMATS = ("text", "markdown", "html")
 DASH = "—"
 
 
-def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
-    out = Lines(fmt)
+def report(study: Study, found: measured.Measured, fmt: str = "text", footer: str = "") -> str:
+    out: Lines | Any = Lines(fmt)
+    if fmt == "html":
+        from orchestrator.studies import page  # matplotlib, loaded only for a page
+
+        out = page.Page()
     out.heading(1, f"{study.title} (study {study.name})")
     out.para(study.citation)
     out.para(_scales(study, found))
@@ -33,6 +38,7 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
         out.para(study.notes)
     for table in study.tables:
         _table(out, study, table, found)
+    _ratios(out, study, found)
     out.heading(2, "Claims")
     verdicts = [claims.judge(c, found.cells) for c in study.claims]
     if not verdicts:
@@ -45,7 +51,20 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
     for v in verdicts:
         out.para(f"{v.claim.id} ({v.claim.source}): {v.verdict}" + (f"; {v.note}" if v.note else ""))
         out.items(v.figures)
+    if footer:
+        out.footer(footer)
     return out.text()
+
+
+def _ratios(out: Lines, study: Study, found: measured.Measured) -> None:
+    if not study.ratios:
+        return
+    out.heading(2, "Scaling ratios")
+    for t in ratios.tables(study.ratios, found):
+        out.heading(3, f"{t.ratio.name}: {t.ratio.axis} {t.ratio.low} → {t.ratio.high}")
+        out.para(t.intro)
+        headers = {"row": ratios.dimensions(t.ratio), "bench": t.bench_header}
+        out.table(t.rows, ratios.KEYS, headers)
 
 
 def _scales(study: Study, found: measured.Measured) -> str:
@@ -80,13 +99,14 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
         out.para(f"Not compared: {g.problem}.")
         return
     summary: list[dict[str, str]] = []
+    bars: list[Bar] = []
     # Every published column, and every column bench measured that the study did not (shown, with
     # no published figure beside it, rather than left out).
     for column in sorted(set(pub.cells) | {k[0] for k in g.cells}, key=claims.level_key):
         where = Where(study, table, column, found)
         out.heading(3, f"{table.columns} {column}")
         try:
-            rows, entry = _column(pub, column, g, where)
+            rows, entry, drawn = _column(pub, column, g, where)
         except StatsError as exc:  # a stored figure unfit for statistics (a shared database's row)
             out.para(f"Not compared: {exc}")
             continue
@@ -103,6 +123,8 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
             ),
         )
         summary.append({table.columns: entry.pop("column"), **entry})
+        bars += drawn
+    out.figure(table.name, table.items, bars)
     if pub.lacking:
         out.items([f"not run here: {k} ({why})" for k, why in sorted(pub.lacking.items())])
     out.table(
@@ -112,7 +134,7 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
 
 def _column(
     pub: published.Published, column: str, g: measured.Grid, where: Where
-) -> tuple[list[dict[str, str]], dict[str, str]]:
+) -> tuple[list[dict[str, str]], dict[str, str], list[Bar]]:
     cells = pub.cells.get(column, {})
     ranked = pub.ranked(column)
     best = min(ranked.values()) if ranked else None
@@ -122,14 +144,17 @@ def _column(
     labels = ranking.rank_labels(groups)
     times = bootstrap.times_fastest(runs) if runs else {}
     rows: list[dict[str, str]] = []
+    bars: list[Bar] = []
     for item in sorted(set(cells) | set(runs), key=claims.level_key):
         cell = cells.get(item)
+        shown = ranked[item] / best if item in ranked and best else None
+        bars.append(Bar(column, item, shown, times.get(item)))
         row = {
             pub.table.items: item,
             "published": DASH
             if cell is None
             else (f"{cell.value:g}" if cell.value is not None else f"{DASH} ({cell.note})"),
-            "published × fastest": f"{ranked[item] / best:.2f}" if item in ranked and best else DASH,
+            "published × fastest": DASH if shown is None else f"{shown:.2f}",
         }
         if item in runs:
             estimate = bootstrap.cell_estimate(runs[item])
@@ -152,7 +177,7 @@ def _column(
         "published order": ", ".join(sorted(ranked, key=ranked.__getitem__)),
         "Kendall's τ-b": _tau(ranking.ranks(groups), ranked),
     }
-    return rows, entry
+    return rows, entry, bars
 
 
 class Where:
@@ -223,6 +248,7 @@ class Lines:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self.lines: list[str] = []
+        self.tail = ""
 
     def _safe(self, text: str) -> str:
         # A study's own words (its citation, notes, claims) are outside text: in markdown no link,
@@ -245,14 +271,23 @@ class Lines:
         if items:
             self.lines += [f"- {self._safe(i)}" for i in items] + [""]
 
-    def table(self, rows: list[dict[str, str]], keys: Sequence[str]) -> None:
+    def table(
+        self, rows: list[dict[str, str]], keys: Sequence[str], headers: dict[str, str] | None = None
+    ) -> None:
         if not rows:
             return
-        columns = [Column(k, k, _text(k)) for k in keys]
+        columns = [Column((headers or {}).get(k, k), k, _text(k)) for k in keys]
         self.lines += [render(rows, columns, "markdown" if self.fmt == "markdown" else "table"), ""]
 
+    def figure(self, title: str, items_name: str, bars: Sequence[Bar]) -> None:
+        """Figures are the page's alone: text and markdown carry their figures in the tables."""
+
+    def footer(self, text: str) -> None:
+        self.tail = text
+
     def text(self) -> str:
-        return "\n".join(self.lines).rstrip() + "\n"
+        body = "\n".join(self.lines).rstrip() + "\n"
+        return f"{body}\n\n{self.tail}" if self.tail else body
 
 
 def _text(key: str) -> Any:
