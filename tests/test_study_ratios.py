@@ -123,7 +123,7 @@ def test_a_measured_ratio_over_the_same_span_is_compared_in_size(tmp_path):
         "bench's ratio below the study's"
     )
     # A framework the study did not publish is still a row, its bench side inside the noise.
-    assert rows["mxnet"]["study"].startswith("— (no published figure")
+    assert rows["mxnet"]["study"] == "— (not in the published table)"
     assert (
         rows["mxnet"]["says"]
         == "no published ratio; bench's change lies inside its noise (not shown at n=5/5)"

@@ -133,11 +133,11 @@ def _metric(ratio: ScalingRatio) -> str:
 def _study_text(
     ratio: ScalingRatio, low: published.Cell | None, high: published.Cell | None
 ) -> tuple[str, float | None]:
+    if low is None and high is None:  # a row only bench measured (msu's PyTorch)
+        return f"{DASH} (not in the published table)", None
     if low is None or high is None:
-        return (
-            f"{DASH} (no published figure at {ratio.axis} {ratio.low if low is None else ratio.high})",
-            None,
-        )
+        missing = ratio.low if low is None else ratio.high
+        return f"{DASH} (no published figure at {ratio.axis} {missing})", None
     if low.value is None or high.value is None:
         note = low.note if low.value is None else high.note
         return f"{DASH} ({note})", None
