@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -48,8 +49,6 @@ def test_a_real_export_is_listed_with_its_runs_scale_date_and_machine(cli, workd
 
     held = cli("study", "list", "--studies", str(root), "--db", str(workdir / "bench.db"))
     assert held.exit_code == 0 and "cpu 4/4" in _row(held.output)
-    import sqlite3
-
     conn = sqlite3.connect(workdir / "bench.db")
     conn.execute("DELETE FROM runs WHERE id IN (SELECT id FROM runs ORDER BY id LIMIT 2)")
     conn.commit()
@@ -75,6 +74,10 @@ def test_a_damaged_or_hostile_file_is_a_one_line_note(tmp_path):
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     assert committed.summary(deep, "tiny").problem.startswith("damaged: ")
+    large = tmp_path / "large.json"
+    with open(large, "wb") as f:
+        f.truncate(committed.MAX_BYTES + 1)  # sparse: nothing written, nothing read
+    assert committed.summary(large, "tiny").problem == "not read: larger than 64 MiB"
     hostile = {
         "sweep": {
             "name": "study tiny/cpu: tiny",

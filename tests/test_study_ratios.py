@@ -236,6 +236,10 @@ ONE = "ratios:\n  - {{name: r, table: {table}, axis: {axis}, from: {low}, to: {h
         ({"side": "measured: model, why: w"}, "measured: model: the table's rows are per model"),
         ({"side": "measured: batch_size, where: {batch_size: 3}"}, "batch_size: batch_size 3 is not run"),
         ({"side": "reference: linear, why: w, colour: red"}, "colour: "),
+        (
+            {"side": "measured: device, where: {device: cpu}"},
+            "measured: device is pinned (the table's measured or",
+        ),
     ],
 )
 def test_a_bad_ratio_is_one_line_with_its_line_and_key(tmp_path, fields, says):

@@ -21,6 +21,9 @@ from orchestrator.storage import transfer
 from orchestrator.text.terminal import safe_line
 
 MAX_FILES = 100  # a study commits a file or two a scale
+# A listing reads every file: the shipped ones are 1-2 MiB, and one far larger is not a study's
+# results (bench import still reads one, up to transfer.MAX_BYTES).
+MAX_BYTES = 64 << 20
 # A study's sweep name: "study NAME/SCALE: MATRIX" (spec.StudyMatrix.sweep_name).
 SWEEP_NAME = re.compile(r"study ([a-z0-9][a-z0-9_-]*)/([a-z0-9][a-z0-9_-]*): ")
 
@@ -61,6 +64,8 @@ def results(folder: Path, study: str) -> list[Result]:
 def summary(path: Path, study: str) -> Result:
     name = safe_line(path.name)
     try:
+        if path.stat().st_size > MAX_BYTES:
+            return Result(name, problem=f"not read: larger than {MAX_BYTES >> 20} MiB")
         document = transfer.read(path)
     except (BenchError, OSError, RecursionError) as exc:  # a deeply nested hostile file
         # transfer.read names the file first; the row names it already.

@@ -112,6 +112,12 @@ def _same_role(read: matrix_loader.Reader, node: Node, ratio: ScalingRatio) -> N
     if ratio.axis not in roles and ratio.measured in roles:
         message = f"{ratio.measured}: the table's rows are per {ratio.measured}: vary another setting"
         raise read.node_error(node, "measured", message)
+    pinned = [k for k, _ in (*t.measured, *ratio.where)]
+    if ratio.measured in pinned:
+        message = (
+            f"{ratio.measured} is pinned (the table's measured or the ratio's where): bench cannot vary it"
+        )
+        raise read.node_error(node, "measured", message)
 
 
 def _level(read: matrix_loader.Reader, node: Node, key: str) -> str:

@@ -4,13 +4,18 @@ Absolute times cannot match (other hardware, other versions, another scale), so 
 table is set beside the measurement as comparable quantities: per column, each cell as a multiple
 of the fastest (with bench's interval), bench's tie groups and the published order, Kendall's τ-b
 between them. A framework the study has and bench did not run is a row that says why ("not run
-here: ..."), never a row left out. Then each claim with its verdict and the figures it rests on.
+here: ..."), never a row left out. Then the scaling ratios (ratios.py), then each claim with its
+verdict and the figures it rests on.
+
+One report, three formats: it is written through a Writer (headings, paragraphs, lists, tables,
+figures), Lines for text and markdown (which carry their figures in the tables and draw none),
+page.Page for the self-contained HTML page.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from orchestrator.errors import StatsError
 from orchestrator.report.query import select
@@ -25,8 +30,22 @@ FORMATS = ("text", "markdown", "html")
 DASH = "—"
 
 
+class Writer(Protocol):
+    """What the report is written through: Lines (text, markdown) or page.Page (html)."""
+
+    def heading(self, level: int, text: str) -> None: ...
+    def para(self, text: str) -> None: ...
+    def items(self, items: Sequence[str]) -> None: ...
+    def table(
+        self, rows: list[dict[str, str]], keys: Sequence[str], headers: dict[str, str] | None = None
+    ) -> None: ...
+    def figure(self, title: str, items_name: str, bars: Sequence[Bar]) -> None: ...
+    def footer(self, text: str) -> None: ...
+    def text(self) -> str: ...
+
+
 def report(study: Study, found: measured.Measured, fmt: str = "text", footer: str = "") -> str:
-    out: Lines | Any = Lines(fmt)
+    out: Writer = Lines(fmt)
     if fmt == "html":
         from orchestrator.studies import page  # matplotlib, loaded only for a page
 
@@ -56,7 +75,7 @@ def report(study: Study, found: measured.Measured, fmt: str = "text", footer: st
     return out.text()
 
 
-def _ratios(out: Lines, study: Study, found: measured.Measured) -> None:
+def _ratios(out: Writer, study: Study, found: measured.Measured) -> None:
     if not study.ratios:
         return
     out.heading(2, "Scaling ratios")
@@ -84,7 +103,7 @@ def _scales(study: Study, found: measured.Measured) -> str:
     return ". ".join(parts) + "."
 
 
-def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> None:
+def _table(out: Writer, study: Study, table: Table, found: measured.Measured) -> None:
     pub = published.read_table(table)
     out.heading(2, f"Published beside measured: {table.name}")
     rows_kept = ", ".join(f"{k} {v}" for k, v in table.where)
