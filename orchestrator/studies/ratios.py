@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from orchestrator.errors import StatsError
 from orchestrator.stats import bootstrap
@@ -67,7 +66,10 @@ def _published(ratio: ScalingRatio) -> dict[str, tuple[published.Cell | None, pu
     return {k: (v[0], v[1]) for k, v in found.items()}
 
 
-def _measured(ratio: ScalingRatio, found: measured.Measured) -> tuple[dict[str, dict[str, Any]], str | None]:
+Levels = dict[str, measured.Cell]  # bench's cells of one row, by the varied setting's value
+
+
+def _measured(ratio: ScalingRatio, found: measured.Measured) -> tuple[dict[str, Levels], str | None]:
     """Per row, bench's cells by the varied setting's value; or why none could be picked."""
     if ratio.measured is None:
         return {}, None
@@ -75,7 +77,7 @@ def _measured(ratio: ScalingRatio, found: measured.Measured) -> tuple[dict[str, 
     g = measured.grid(found.cells, (*t.measured, *ratio.where), t.items, t.columns, ratio.measured)
     if g.problem:
         return {}, g.problem
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, Levels] = {}
     for (column, item, level), cell in g.cells.items():
         rows.setdefault(_key(ratio, column, item, ratio.measured), {})[level] = cell
     return rows, None
@@ -165,7 +167,7 @@ def _against_reference(ratio: ScalingRatio, r: float | None, reference: float) -
 def _against_bench(
     ratio: ScalingRatio,
     r: float | None,
-    cells: dict[str, Any] | None,
+    cells: Levels | None,
     found: measured.Measured,
     problem: str | None,
 ) -> tuple[str, str]:
