@@ -20,7 +20,7 @@ def test_list_names_each_study_with_its_matrices_runs_and_claims(cli):
     assert result.exit_code == 0, result.output
     [line] = [x for x in result.output.splitlines() if x.startswith("tiny ")]
     assert "A tiny study of the fault worker" in line and "tiny.yaml (cpu)" in line
-    assert line.split()[-2:] == ["4", "5"]  # runs planned, claims
+    assert line.split()[-3:] == ["4", "5", "none"]  # runs planned, claims, committed results
 
 
 def test_the_shipped_studies_are_listed_and_load(cli):

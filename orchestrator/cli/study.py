@@ -25,7 +25,7 @@ from orchestrator.cli.run import finish as finish_sweep
 from orchestrator.errors import ConfigError
 from orchestrator.storage import transfer
 from orchestrator.storage.db import Database
-from orchestrator.studies import loader, measured
+from orchestrator.studies import committed, loader, measured
 from orchestrator.studies import report as study_report
 from orchestrator.studies.spec import Study, StudyMatrix
 from orchestrator.sweep.session import Plan, earlier_sweep, run_sweep
@@ -77,32 +77,65 @@ def study() -> None:
 
 @study.command("list")
 @studies_option
-def list_command(studies_dir: str | None) -> None:
-    """The studies bench knows: name, title, matrices at each scale, runs planned, claims.
+@click.option(
+    "--db",
+    "db_url",
+    default=None,
+    help="Also say how many of each scale's planned runs this database holds (what bench study run "
+    "--resume would leave to run).",
+)
+def list_command(studies_dir: str | None, db_url: str | None) -> None:
+    """The studies bench knows: name, title, matrices at each scale, runs planned, claims, and the
+    results committed beside each (results/*.json: runs, scales, when, on what machine).
 
     \b
-    Example:
+    Examples:
       bench study list --studies tests/data/studies
+      bench study list --db umons.db
     """
+    db = Database(db_url, create=False) if db_url else None
     rows: list[dict[str, Any]] = []
-    for folder in loader.study_folders(_root(studies_dir)):
-        s = loader.load_study(folder)
-        matrices = ", ".join(f"{m.path.name} ({m.scale})" for m in s.matrices)
-        runs = ", ".join(f"{scale} {s.runs_planned(scale)}" for scale in s.scales)
-        rows.append(
-            {
+    try:
+        for folder in loader.study_folders(_root(studies_dir)):
+            s = loader.load_study(folder)
+            matrices = ", ".join(f"{m.path.name} ({m.scale})" for m in s.matrices)
+            runs = ", ".join(f"{scale} {s.runs_planned(scale)}" for scale in s.scales)
+            found = committed.results(folder, s.name)
+            row = {
                 "name": s.name,
                 "title": s.title,
                 "matrices": matrices,
                 "runs": runs,
                 "claims": len(s.claims),
+                "committed": "; ".join(r.line() for r in found) or "none",
             }
-        )
+            if db is not None:
+                row["held"] = ", ".join(_held(db, s, scale) for scale in s.scales)
+            rows.append(row)
+    finally:
+        if db is not None:
+            db.close()
     columns = [
         Column(h, k) for h, k in (("study", "name"), ("title", "title"), ("matrices (scale)", "matrices"))
     ]
     columns += [Column("runs planned", "runs"), Column("claims", "claims")]
+    if db is not None:
+        columns.append(Column("in --db", "held"))
+    columns.append(Column("committed results", "committed"))
     echo(render(rows, columns, "table") if rows else "no studies")
+
+
+def _held(db: Database, s: Study, scale: str) -> str:
+    """Of the scale's planned runs, how many the latest sweep of each matrix finished, as --resume
+    counts them (sweep/session.py's earlier_sweep): the rest is what it would run."""
+    held = planned = 0
+    for entry in s.at_scale(scale):
+        configs = {c.config_hash: c for c in entry.matrix.configs}.values()
+        earlier = earlier_sweep(db, entry.sweep_name(s.name), backstop=True)
+        done = earlier.done if earlier else {}
+        planned += sum(c.runs for c in configs)
+        held += sum(len({i for i in done.get(c.config_hash, ()) if i < c.runs}) for c in configs)
+    return f"{scale} {held}/{planned}" + (f" ({planned - held} to run)" if held < planned else "")
 
 
 @study.command("run")
@@ -220,7 +253,7 @@ def _run(s: Study, entry: StudyMatrix, where: Where, how: How) -> None:
     type=click.Choice(study_report.FORMATS),
     default="text",
     show_default=True,
-    help="text or markdown (docs/studies.md shows both).",
+    help="text, markdown, or html: one self-contained page with the figures (docs/studies.md).",
 )
 @click.option(
     "--committed",
@@ -240,6 +273,7 @@ def report_command(
       bench study report umons
       bench study report umons --db umons.db --format markdown
       bench study report umons --committed --format markdown > docs/studies/umons.md
+      bench study report msu --committed --format html > msu.html
     """
     s = loader.load_named(_root(studies_dir), name)
     if committed:
@@ -258,16 +292,16 @@ def _committed_report(s: Study, scale: str | None, fmt: str) -> str:
     files = sorted((s.folder / "results").glob("*.json"))
     if not files:
         raise ConfigError(f"study {s.name} has no committed results ({s.folder / 'results'}/*.json)")
+    footer = ""
+    if fmt != "text":
+        made = f"bench study report {s.name} --committed --format {fmt}"
+        names = ", ".join(f"studies/{s.name}/results/{p.name}" for p in files)
+        footer = f"This page is generated by {made} from {names}; do not edit it by hand."
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(str(Path(tmp) / "committed.db"), create=True)
         try:
             for path in files:
                 transfer.import_document(db, transfer.read(path), str(path.relative_to(s.folder.parent)))
-            text = study_report.report(s, measured.read(db, s, _scale(s, scale)), fmt)
+            return study_report.report(s, measured.read(db, s, _scale(s, scale)), fmt, footer)
         finally:
             db.close()
-    if fmt == "markdown":
-        made = f"bench study report {s.name} --committed --format markdown"
-        names = ", ".join(f"studies/{s.name}/results/{p.name}" for p in files)
-        text = f"{text}\n\nThis page is generated by {made} from {names}; do not edit it by hand."
-    return text

@@ -6,14 +6,22 @@ with a SOURCE.md. `bench study run` runs the matrices through the normal sweep p
 name that records the study and the scale; `bench study report` sets the published figures beside
 bench's and judges each claim on the runs.
 
-    spec.py       what a loaded study is: Study, StudyMatrix, Table, Claim; the kinds, metrics, units
-    loader.py     study.yaml read with the matrix loader's YAML reader, every error file:line: key
-    published.py  a published table's CSV, read as hostile input
-    measured.py   the study's sweeps' runs read back as cells, and the grid a comparison picks
-    claims.py     each claim kind judged on the runs with stats/: a verdict, its figures
-    report.py     published beside measured, then the claims, as text or markdown
-    since.py      the closing section: the verdicts counted, the orders' τ-b, the causes (since:)
+    spec.py           what a loaded study is: Study, StudyMatrix, Table, Claim, ScalingRatio; the
+                      kinds, metrics, units
+    loader.py         study.yaml read with the matrix loader's YAML reader, every error file:line: key
+    loader_ratios.py  its `ratios:` section (the scaling ratios), held to loader.py's checks
+    published.py      a published table's CSV, read as hostile input
+    measured.py       the study's sweeps' runs read back as cells, and the grid a comparison picks
+    claims.py         each claim kind judged on the runs with stats/: a verdict, its figures
+    ratios.py         each scaling ratio beside bench's measured one or its reference, as rows
+    report.py         published beside measured, the ratios, then the claims: text, markdown, html
+    page.py           the html format: report.py's writer as one self-contained page
+    figures.py        the page's figure of a table: × the fastest, published beside bench's
+    committed.py      a study's committed results files summed up for `bench study list`
+    since.py          the closing section: the verdicts counted, the orders' τ-b, the causes (since:)
 
 May import: text, stats, config, storage, and report's query group (the one rule for which runs
-count); never launch, executors or sweep (bench study run is the CLI's, over sweep/).
+count) and its html group (page.py and figures.py reuse the report page's escaping, tables, style
+and plots, loaded lazily: matplotlib only for a page); never launch, executors or sweep (bench
+study run is the CLI's, over sweep/).
 """

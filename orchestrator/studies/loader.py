@@ -21,7 +21,7 @@ from orchestrator.config.filters import did_you_mean
 from orchestrator.config.run_config import FIELD_NAMES, validate_field
 from orchestrator.config.values import cut, shown
 from orchestrator.errors import ConfigError
-from orchestrator.studies import published, since
+from orchestrator.studies import loader_ratios, published, since
 from orchestrator.studies.spec import (
     AGGREGATES,
     KINDS,
@@ -37,7 +37,7 @@ from orchestrator.studies.spec import (
 )
 
 FILE = "study.yaml"
-SECTIONS = ("name", "title", "citation", "notes", "matrices", "published", "claims", "since")
+SECTIONS = ("name", "title", "citation", "notes", "matrices", "published", "claims", "ratios", "since")
 MATRIX_KEYS = ("path", "scale", "note")
 TABLE_KEYS = (
     "name", "file", "unit", "row", "value", "items", "columns", "where", "measured", "missing", "unknown",
@@ -109,6 +109,8 @@ class _Study:
         _unique(self.read, [(t.name, t.line) for t in tables], "published")
         claims = tuple(self._claim(n, matrices) for n in self._list(sections.get("claims"), "claims"))
         _unique(self.read, [(c.id, c.line) for c in claims], "claims")
+        checks = loader_ratios.Checks(self._name, self._setting, self._where)
+        ratios = loader_ratios.load(self.read, sections.get("ratios"), tables, matrices, checks)
         return Study(
             name=name,
             title=self.read.text(sections["title"], "title", allow_empty=False),
@@ -119,6 +121,7 @@ class _Study:
             claims=claims,
             notes=self.read.text(sections.get("notes"), "notes"),
             scales=tuple(dict.fromkeys(m.scale for m in matrices)),
+            ratios=ratios,
             since=since.parse(self.read, self._list(sections.get("since"), "since"), [c.id for c in claims]),
         )
 

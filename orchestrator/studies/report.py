@@ -4,28 +4,54 @@ Absolute times cannot match (other hardware, other versions, another scale), so 
 table is set beside the measurement as comparable quantities: per column, each cell as a multiple
 of the fastest (with bench's interval), bench's tie groups and the published order, Kendall's τ-b
 between them. A framework the study has and bench did not run is a row that says why ("not run
-here: ..."), never a row left out. Then each claim with its verdict and the figures it rests on.
+here: ..."), never a row left out. Then the scaling ratios (ratios.py), then each claim with its
+verdict and the figures it rests on.
+
+One report, three formats: it is written through a Writer (headings, paragraphs, lists, tables,
+figures), Lines for text and markdown (which carry their figures in the tables and draw none),
+page.Page for the self-contained HTML page.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from orchestrator.errors import StatsError
 from orchestrator.report.query import select
 from orchestrator.stats import bootstrap, ranking
-from orchestrator.studies import claims, measured, published, since
+from orchestrator.studies import claims, measured, published, ratios, since
+from orchestrator.studies.figures import Bar
 from orchestrator.studies.spec import Study, Table
 from orchestrator.text.formats import Column, number, render
 from orchestrator.text.terminal import markdown_cell
 
-FORMATS = ("text", "markdown")
+FORMATS = ("text", "markdown", "html")
 DASH = "—"
 
 
-def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
-    out = Lines(fmt)
+class Writer(Protocol):
+    """What the report is written through: Lines (text, markdown) or page.Page (html)."""
+
+    def heading(self, level: int, text: str) -> None: ...
+    def para(self, text: str) -> None: ...
+    def items(self, items: Sequence[str], made_safe: bool = False) -> None: ...
+    def safe(self, text: str) -> str: ...
+    def link(self, target: str) -> str: ...
+    def table(
+        self, rows: list[dict[str, str]], keys: Sequence[str], headers: dict[str, str] | None = None
+    ) -> None: ...
+    def figure(self, title: str, items_name: str, bars: Sequence[Bar]) -> None: ...
+    def footer(self, text: str) -> None: ...
+    def text(self) -> str: ...
+
+
+def report(study: Study, found: measured.Measured, fmt: str = "text", footer: str = "") -> str:
+    out: Writer = Lines(fmt)
+    if fmt == "html":
+        from orchestrator.studies import page  # matplotlib, loaded only for a page
+
+        out = page.Page()
     out.heading(1, f"{study.title} (study {study.name})")
     out.para(study.citation)
     out.para(_scales(study, found))
@@ -34,6 +60,7 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
     agreements: list[since.Agreement] = []
     for table in study.tables:
         agreements += _table(out, study, table, found)
+    _ratios(out, study, found)
     out.heading(2, "Claims")
     verdicts = [claims.judge(c, found.cells) for c in study.claims]
     if not verdicts:
@@ -47,7 +74,20 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
         out.para(f"{v.claim.id} ({v.claim.source}): {v.verdict}" + (f"; {v.note}" if v.note else ""))
         out.items(v.figures)
     since.section(out, study.since, verdicts, agreements)
+    if footer:
+        out.footer(footer)
     return out.text()
+
+
+def _ratios(out: Writer, study: Study, found: measured.Measured) -> None:
+    if not study.ratios:
+        return
+    out.heading(2, "Scaling ratios")
+    for t in ratios.tables(study.ratios, found):
+        out.heading(3, f"{t.ratio.name}: {t.ratio.axis} {t.ratio.low} → {t.ratio.high}")
+        out.para(t.intro)
+        headers = {"row": ratios.dimensions(t.ratio), "bench": t.bench_header}
+        out.table(t.rows, ratios.KEYS, headers)
 
 
 def _scales(study: Study, found: measured.Measured) -> str:
@@ -67,7 +107,7 @@ def _scales(study: Study, found: measured.Measured) -> str:
     return ". ".join(parts) + "."
 
 
-def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> list[since.Agreement]:
+def _table(out: Writer, study: Study, table: Table, found: measured.Measured) -> list[since.Agreement]:
     pub = published.read_table(table)
     out.heading(2, f"Published beside measured: {table.name}")
     rows_kept = ", ".join(f"{k} {v}" for k, v in table.where)
@@ -83,13 +123,14 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
         return []
     summary: list[dict[str, str]] = []
     agreements: list[since.Agreement] = []
+    bars: list[Bar] = []
     # Every published column, and every column bench measured that the study did not (shown, with
     # no published figure beside it, rather than left out).
     for column in sorted(set(pub.cells) | {k[0] for k in g.cells}, key=claims.level_key):
         where = Where(study, table, column, found)
         out.heading(3, f"{table.columns} {column}")
         try:
-            rows, entry = _column(pub, column, g, where)
+            rows, entry, drawn = _column(pub, column, g, where)
         except StatsError as exc:  # a stored figure unfit for statistics (a shared database's row)
             out.para(f"Not compared: {exc}")
             continue
@@ -107,6 +148,8 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
         )
         agreements.append(since.Agreement(table.name, table.items, table.columns, column, entry.pop("tau")))
         summary.append({table.columns: entry.pop("column"), **entry})
+        bars += drawn
+    out.figure(table.name, table.items, bars)
     if pub.lacking:
         out.items([f"not run here: {k} ({why})" for k, why in sorted(pub.lacking.items())])
     out.table(
@@ -117,7 +160,7 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
 
 def _column(
     pub: published.Published, column: str, g: measured.Grid, where: Where
-) -> tuple[list[dict[str, str]], dict[str, Any]]:
+) -> tuple[list[dict[str, str]], dict[str, Any], list[Bar]]:
     cells = pub.cells.get(column, {})
     ranked = pub.ranked(column)
     best = min(ranked.values()) if ranked else None
@@ -127,14 +170,17 @@ def _column(
     labels = ranking.rank_labels(groups)
     times = bootstrap.times_fastest(runs) if runs else {}
     rows: list[dict[str, str]] = []
+    bars: list[Bar] = []
     for item in sorted(set(cells) | set(runs), key=claims.level_key):
         cell = cells.get(item)
+        shown = ranked[item] / best if item in ranked and best else None
+        bars.append(Bar(column, item, shown, times.get(item)))
         row = {
             pub.table.items: item,
             "published": DASH
             if cell is None
             else (f"{cell.value:g}" if cell.value is not None else f"{DASH} ({cell.note})"),
-            "published × fastest": f"{ranked[item] / best:.2f}" if item in ranked and best else DASH,
+            "published × fastest": DASH if shown is None else f"{shown:.2f}",
         }
         if item in runs:
             estimate = bootstrap.cell_estimate(runs[item])
@@ -159,7 +205,7 @@ def _column(
         "Kendall's τ-b": tau_text,
         "tau": tau,
     }
-    return rows, entry
+    return rows, entry, bars
 
 
 class Where:
@@ -232,6 +278,7 @@ class Lines:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self.lines: list[str] = []
+        self.tail = ""
 
     def safe(self, text: str) -> str:
         # A study's own words (its citation, notes, claims) are outside text: in markdown no link,
@@ -255,10 +302,12 @@ class Lines:
         if items:
             self.lines += [f"- {i if made_safe else self.safe(i)}" for i in items] + [""]
 
-    def table(self, rows: list[dict[str, str]], keys: Sequence[str]) -> None:
+    def table(
+        self, rows: list[dict[str, str]], keys: Sequence[str], headers: dict[str, str] | None = None
+    ) -> None:
         if not rows:
             return
-        columns = [Column(k, k, _text(k)) for k in keys]
+        columns = [Column((headers or {}).get(k, k), k, _text(k)) for k in keys]
         self.lines += [render(rows, columns, "markdown" if self.fmt == "markdown" else "table"), ""]
 
     def link(self, target: str) -> str:
@@ -269,8 +318,15 @@ class Lines:
         shown = target.replace("_", "\\_")
         return f"[{shown}](../{target.removeprefix('docs/')})"
 
+    def figure(self, title: str, items_name: str, bars: Sequence[Bar]) -> None:
+        """Figures are the page's alone: text and markdown carry their figures in the tables."""
+
+    def footer(self, text: str) -> None:
+        self.tail = text
+
     def text(self) -> str:
-        return "\n".join(self.lines).rstrip() + "\n"
+        body = "\n".join(self.lines).rstrip() + "\n"
+        return f"{body}\n\n{self.tail}" if self.tail else body
 
 
 def _text(key: str) -> Any:

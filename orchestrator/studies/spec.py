@@ -28,6 +28,8 @@ RELATIONS = ("less", "greater")
 TIME_UNITS = ("s", "ms", "s/epoch", "s/1000 images")
 RATE_UNITS = ("images/s",)
 UNITS = TIME_UNITS + RATE_UNITS
+# What a scaling ratio's bench side may be read against where bench cannot measure it.
+REFERENCES = ("linear",)
 # What a table does with a missing published cell, or with a row of a framework bench lacks.
 POLICIES = ("refuse", "carry")
 
@@ -108,6 +110,26 @@ class Cause:
 
 
 @dataclass(frozen=True)
+class ScalingRatio:
+    """A ratio the study shows between two levels of one CSV column of a published table (791 →
+    6003 photos), per row of the table's other dimensions, and what bench sets beside it: its own
+    ratio between the smallest and the largest value of a setting it ran (`measured`), or, where
+    bench's figure cannot change with that axis, the reference the published ratio is read
+    against (`reference: linear`, to / from), with why (never a made-up measured figure)."""
+
+    name: str
+    table: Table
+    axis: str  # the CSV column whose two levels are compared
+    low: str  # its level the ratio starts from (the CSV's text)
+    high: str  # the level it ends at
+    measured: str | None = None  # the setting whose smallest and largest values bench compares
+    where: tuple[tuple[str, object], ...] = ()  # measured: settings pinned beside the table's own
+    reference: str | None = None  # "linear": the published ratio read against high / low
+    why: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Study:
     name: str
     title: str
@@ -119,6 +141,7 @@ class Study:
     notes: str = ""
     scales: tuple[str, ...] = field(default=())
     since: tuple[Cause, ...] = ()  # the causes its report's closing section names (since.py)
+    ratios: tuple[ScalingRatio, ...] = ()
 
     def at_scale(self, scale: str | None) -> tuple[StudyMatrix, ...]:
         """The matrices of one scale (all, where none is asked for)."""
