@@ -15,8 +15,8 @@ from typing import Any
 from orchestrator.errors import StatsError
 from orchestrator.report.query import select
 from orchestrator.stats import bootstrap, ranking
-from orchestrator.studies import claims, measured, published
-from orchestrator.studies.spec import Study, Table
+from orchestrator.studies import claims, measured, orders, published
+from orchestrator.studies.spec import ACCURACY_UNITS, Study, Table
 from orchestrator.text.formats import Column, number, render
 from orchestrator.text.terminal import markdown_cell
 
@@ -32,7 +32,10 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
     if study.notes:
         out.para(study.notes)
     for table in study.tables:
-        _table(out, study, table, found)
+        if table.unit in ACCURACY_UNITS:  # compared as orders only, never as levels
+            orders.table(out, study, table, found)
+        else:
+            _table(out, study, table, found)
     out.heading(2, "Claims")
     verdicts = [claims.judge(c, found.cells) for c in study.claims]
     if not verdicts:
