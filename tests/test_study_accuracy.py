@@ -270,3 +270,38 @@ def test_a_bad_accuracy_table_is_one_line(tmp_path, table, csv, says):
     with pytest.raises(ConfigError) as found:
         _published(tmp_path, csv, table)
     assert says in str(found.value) and "\n" not in str(found.value), str(found.value)
+
+
+DIGITS = Path(__file__).resolve().parent / "data" / "studies"
+
+
+@pytest.mark.slow
+@pytest.mark.framework
+def test_real_runs_on_the_digits_are_judged_on_their_stored_accuracies(cli, workdir, pytorch_python):
+    """PyTorch on the real digits (tests/data/studies/digits: two learning rates, two seeds, 2
+    epochs), through bench study run and report: each figure of the verdicts is the median of the
+    accuracies the runs stored, and 2 seeds a side cannot show an order."""
+    result = cli("study", "run", "digits", "--studies", str(DIGITS))
+    assert result.exit_code == 0, result.output
+    assert "4 ok" in result.output
+    out = cli("study", "report", "digits", "--studies", str(DIGITS)).output
+    conn = sqlite3.connect(workdir / "bench.db")
+    try:
+        stored = conn.execute(
+            "SELECT r.lr, e.epoch, e.val_accuracy FROM epochs e JOIN runs r ON r.id = e.run_id"
+        ).fetchall()
+    finally:
+        conn.close()
+    by: dict[tuple[float, int], list[float]] = {}
+    for lr, epoch, value in stored:
+        by.setdefault((lr, epoch), []).append(value)
+    assert sorted(by) == [(0.0001, 1), (0.0001, 2), (0.01, 1), (0.01, 2)]
+    assert all(len(v) == 2 for v in by.values())  # one run a seed
+    for epoch in (1, 2):
+        line = next(x for x in out.splitlines() if x.startswith(f"- epoch {epoch}: validation accuracy"))
+        for lr in (0.0001, 0.01):
+            median = sum(by[(lr, epoch)]) / 2
+            assert f"{lr} {median:.3g} (n=2)" in line, (line, by)
+    assert "lr-order (made up): not shown at this n" in out
+    last = {lr: [v for (r, e), vs in by.items() if r == lr and e == 2 for v in vs] for lr in (0.01, 0.0001)}
+    assert min(last[0.01]) > 0.25  # it learned the real digits: well above chance (0.1)
