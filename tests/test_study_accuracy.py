@@ -305,3 +305,25 @@ def test_real_runs_on_the_digits_are_judged_on_their_stored_accuracies(cli, work
     assert "lr-order (made up): not shown at this n" in out
     last = {lr: [v for (r, e), vs in by.items() if r == lr and e == 2 for v in vs] for lr in (0.01, 0.0001)}
     assert min(last[0.01]) > 0.25  # it learned the real digits: well above chance (0.1)
+
+
+def test_a_hostile_stored_accuracy_leaves_the_claim_not_checkable_and_the_report_whole(tmp_path):
+    url = _db(tmp_path)
+    conn = sqlite3.connect(tmp_path / "t.db")
+    [(run_id,)] = conn.execute(
+        "SELECT id FROM runs WHERE framework = 'tensorflow' AND lr = 0.01 AND seed = 1"
+    )
+    conn.execute("UPDATE epochs SET val_accuracy = 0 WHERE epoch = 2 AND run_id = ?", (run_id,))
+    conn.execute("UPDATE epochs SET val_accuracy = -3 WHERE epoch = 3 AND run_id = ?", (run_id,))
+    conn.commit()
+    conn.close()
+    folder = write_study(tmp_path / "studies", ACCURACY_TABLE + CLAIMS, matrix=MATRIX)
+    (folder / "published").mkdir()
+    (folder / "published" / "acc.csv").write_text(CSV)
+    study = loader.load_study(folder)
+    found = measured.read(Database(url, create=False), study, "cpu")
+    verdict = claims.judge(study.claims[0], found.cells)  # lr-order, TensorFlow at every epoch
+    assert verdict.verdict == "not checkable here" and "positive" in verdict.note, verdict
+    text = study_report.report(study, found, "text")
+    assert "— (an accuracy of 0 or less cannot be ranked as a ratio)" in text
+    assert "lr-last" in text  # the other claims are still judged

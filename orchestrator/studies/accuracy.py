@@ -109,7 +109,7 @@ def medians(claim: Claim, runs: Runs, inverted: bool) -> tuple[str, ...]:
     epochs) the claim's ratios are made of, as stored."""
     by_column: dict[str, list[str]] = {}
     for (column, item, level), values in runs.items():
-        figures = [1 / v for v in values] if inverted else values
+        figures = [1 / v if v > 0 else v for v in values] if inverted else values  # undone
         name = f"{item} {level}" if level else item
         by_column.setdefault(column, []).append(f"{name} {statistics.median(figures):.3g} (n={len(values)})")
     what = "validation accuracy"
@@ -122,7 +122,7 @@ def medians(claim: Claim, runs: Runs, inverted: bool) -> tuple[str, ...]:
 
 
 def _natural(text: str) -> tuple[str, float]:
-    """ "epoch 2" before "epoch 10"."""
+    """Columns in their order, "epoch 2" before "epoch 10" (claims.level_key's rule for names)."""
     head, _, tail = text.rpartition(" ")
     return (head, float(tail)) if tail.isdigit() else (text, 0.0)
 
@@ -138,7 +138,7 @@ def per_epoch(cell: measured.Cell, claim: Claim) -> dict[int | None, list[float]
         if curve:
             by_seed.setdefault(seed, []).append(curve)
     found: dict[int | None, list[float]] = {}
-    for _, curves in sorted(by_seed.items()):
+    for _, curves in sorted(by_seed.items(), key=lambda kv: repr(kv[0])):  # a stored seed may be text
         for epoch, value in _seed_figures(curves, claim).items():
             found.setdefault(epoch, []).append(value)
     return found

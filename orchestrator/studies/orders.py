@@ -117,6 +117,8 @@ def _row(
     if not runs:
         return row
     try:
+        if any(not v > 0 for values in runs.values() for v in values):  # NaN included
+            raise StatsError("an accuracy of 0 or less cannot be ranked as a ratio")
         # The highest accuracy first: tie groups rank the lowest figure first, so each is inverted.
         groups = ranking.tie_groups({k: [1 / v for v in values] for k, values in runs.items()})
     except StatsError as exc:  # an accuracy of 0, or a stored figure unfit for statistics
