@@ -13,6 +13,9 @@ bench's and judges each claim on the runs.
     published.py      a published table's CSV, read as hostile input
     measured.py       the study's sweeps' runs read back as cells, and the grid a comparison picks
     claims.py         each claim kind judged on the runs with stats/: a verdict, its figures
+    accuracy.py       accuracy claims: a run's learning curve as one figure a seed (an epoch's
+                      accuracy, epochs to a fraction of the final one), and the claims' accuracy keys
+    orders.py         a published accuracy table beside bench's as orders per epoch, never levels
     ratios.py         each scaling ratio beside bench's measured one or its reference, as rows
     report.py         published beside measured, the ratios, then the claims: text, markdown, html
     page.py           the html format: report.py's writer as one self-contained page

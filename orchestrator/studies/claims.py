@@ -23,8 +23,8 @@ import numpy as np
 
 from orchestrator.errors import StatsError
 from orchestrator.stats import bootstrap, comparison, mannwhitney, planning, ranking, sample
-from orchestrator.studies import measured
-from orchestrator.studies.spec import Claim
+from orchestrator.studies import accuracy, measured
+from orchestrator.studies.spec import ACCURACY_METRICS, Claim
 
 HOLDS, AGAINST, MIXED, NOISE, UNCHECKABLE = (
     "holds", "does not hold", "mixed", "not shown at this n", "not checkable here",
@@ -54,12 +54,20 @@ def combine(parts: Sequence[str]) -> str:
 def judge(claim: Claim, cells: Sequence[measured.Cell]) -> Verdict:
     if claim.kind == "not_checkable":
         return Verdict(claim, UNCHECKABLE, note=claim.reason)
-    g = measured.grid(cells, claim.where, claim.items, claim.columns, claim.axis)
-    if g.problem:
-        return Verdict(claim, UNCHECKABLE, note=g.problem)
-    if claim.kind in ("order", "ratio", "resource"):  # only its items count, and their empty cells
-        g = measured.Grid({k: c for k, c in g.cells.items() if k[1] in claim.subjects})
-    runs, empty = _figures(g, claim.metric, claim.higher_is_better and claim.kind == "fastest")
+    invert = claim.higher_is_better and claim.kind == "fastest"
+    medians: tuple[str, ...] = ()  # an accuracy claim's own figures, shown before its ratios
+    if claim.metric in ACCURACY_METRICS:  # read from the runs' learning curves
+        runs, empty, problem = accuracy.figures(claim, cells, invert)
+        if problem:
+            return Verdict(claim, UNCHECKABLE, note=problem)
+        medians = accuracy.medians(claim, runs, invert)
+    else:
+        g = measured.grid(cells, claim.where, claim.items, claim.columns, claim.axis)
+        if g.problem:
+            return Verdict(claim, UNCHECKABLE, note=g.problem)
+        if claim.kind in ("order", "ratio", "resource"):  # only its items count, and their empty cells
+            g = measured.Grid({k: c for k, c in g.cells.items() if k[1] in claim.subjects})
+        runs, empty = _figures(g, claim.metric, invert)
     if not runs:
         why = "; ".join(empty) or "the study's sweeps hold no runs of it"
         return Verdict(claim, UNCHECKABLE, note=f"nothing measured: {why}")
@@ -67,12 +75,9 @@ def judge(claim: Claim, cells: Sequence[measured.Cell]) -> Verdict:
         verdict = KINDS[claim.kind](claim, runs)
     except StatsError as exc:  # a stored figure unfit for statistics: the claim cannot be judged
         return Verdict(claim, UNCHECKABLE, note=str(exc))
-    if empty:
-        left = "left out, nothing measured: " + "; ".join(empty)
-        verdict = Verdict(
-            claim, verdict.verdict, verdict.figures, "; ".join(x for x in (verdict.note, left) if x)
-        )
-    return verdict
+    left = "left out, nothing measured: " + "; ".join(empty) if empty else ""
+    note = "; ".join(x for x in (verdict.note, left) if x)
+    return Verdict(claim, verdict.verdict, medians + verdict.figures, note)
 
 
 Runs = dict[tuple[str, str, str], list[float]]
@@ -221,12 +226,17 @@ def _rises(claim: Claim, runs: Runs) -> Verdict:
     return Verdict(claim, combine(found), tuple(lines), note)
 
 
-def level_key(level: str) -> tuple[int, float | str]:
-    """Levels of a setting in their order: numbers by value (batch 8 before 32), then names."""
+def level_key(level: str) -> tuple[int, float | str, float]:
+    """Levels of a setting in their order: numbers by value (batch 8 before 32), then names, a name
+    ending in a number by that number (an accuracy claim's "epoch 2" before "epoch 10")."""
     try:
-        return (0, float(level))
+        return (0, float(level), 0.0)
     except ValueError:
-        return (1, level)
+        head, _, tail = level.rpartition(" ")
+        try:
+            return (1, head, float(tail))
+        except ValueError:
+            return (1, level, 0.0)
 
 
 def _fastest(claim: Claim, runs: Runs) -> Verdict:

@@ -21,8 +21,10 @@ from orchestrator.config.filters import did_you_mean
 from orchestrator.config.run_config import FIELD_NAMES, validate_field
 from orchestrator.config.values import cut, shown
 from orchestrator.errors import ConfigError
-from orchestrator.studies import loader_ratios, published, since
+from orchestrator.studies import accuracy, loader_ratios, published, since
 from orchestrator.studies.spec import (
+    ACCURACY_METRICS,
+    ACCURACY_UNITS,
     AGGREGATES,
     KINDS,
     METRICS,
@@ -37,6 +39,7 @@ from orchestrator.studies.spec import (
 )
 
 FILE = "study.yaml"
+EPOCH = published.EPOCH
 SECTIONS = ("name", "title", "citation", "notes", "matrices", "published", "claims", "ratios", "since")
 MATRIX_KEYS = ("path", "scale", "note")
 TABLE_KEYS = (
@@ -45,7 +48,7 @@ TABLE_KEYS = (
 )  # fmt: skip
 CLAIM_KEYS = (
     "id", "kind", "text", "source", "items", "columns", "where", "metric", "who", "in", "order", "a", "b",
-    "above", "below", "relation", "axis", "reason",
+    "above", "below", "relation", "axis", "reason", *accuracy.ACCURACY_KEYS,
 )  # fmt: skip
 # What each kind needs beyond id, kind, text and source (the rest it refuses: a key that does
 # nothing for its kind is a claim misread).
@@ -58,10 +61,10 @@ NEEDS = {
     "not_checkable": ("reason",),
 }
 TAKES = {
-    "fastest": ("items", "columns", "where", "metric"),
-    "order": ("items", "columns", "where", "metric"),
-    "ratio": ("items", "columns", "where", "metric", "above", "below"),
-    "rises_with": ("items", "columns", "where", "metric"),
+    "fastest": ("items", "columns", "where", "metric", *accuracy.ACCURACY_KEYS),
+    "order": ("items", "columns", "where", "metric", *accuracy.ACCURACY_KEYS),
+    "ratio": ("items", "columns", "where", "metric", "above", "below", *accuracy.ACCURACY_KEYS),
+    "rises_with": ("items", "columns", "where", "metric", *accuracy.ACCURACY_KEYS),
     "resource": ("items", "columns", "where"),
     "not_checkable": (),
 }
@@ -201,6 +204,14 @@ class _Study:
             raise self.read.node_error(node, key, f"{shown(text)}: expected one of {', '.join(options)}")
         return text
 
+    def _columns(self, node: Node, unit: Node) -> str:
+        """A table's columns: a setting, or `epoch` for a published accuracy per epoch."""
+        if getattr(unit, "value", None) in ACCURACY_UNITS:
+            if getattr(node, "value", None) != EPOCH:
+                raise self.read.node_error(node, "columns", f"an accuracy table's columns are {EPOCH}")
+            return EPOCH
+        return self._setting(node, "columns")
+
     def _table(self, node: Node, matrices: tuple[StudyMatrix, ...]) -> Table:
         keys = self.read.mapping(node, "published", TABLE_KEYS)
         for needed in ("name", "file", "unit", "row", "value", "columns"):
@@ -217,7 +228,7 @@ class _Study:
             row=self.read.text(keys["row"], "row", allow_empty=False),
             value=self.read.text(keys["value"], "value", allow_empty=False),
             items=self._setting(keys["items"], "items") if "items" in keys else "framework",
-            columns=self._setting(keys["columns"], "columns"),
+            columns=self._columns(keys["columns"], keys["unit"]),
             where=tuple(where.items()),
             measured=self._where(keys.get("measured"), "measured", matrices),
             missing=self._choice(keys["missing"], "missing", POLICIES) if "missing" in keys else "refuse",
@@ -266,8 +277,11 @@ class _Study:
         if kind == "not_checkable" and not fields["reason"].strip():
             raise self.read.node_error(keys["reason"], "reason", "say why the claim cannot be checked here")
         if "metric" in keys:
-            metrics = RESOURCE_METRICS if kind == "resource" else METRICS
+            metrics = RESOURCE_METRICS if kind == "resource" else METRICS + ACCURACY_METRICS
             fields["metric"] = self._choice(keys["metric"], "metric", metrics)
+        fields.update(
+            accuracy.claim_fields(self.read, keys, fields.get("metric", "seconds_per_image"), matrices)
+        )
         fields.update(self._kind_fields(kind, keys, items, matrices))
         return Claim(**fields)
 

@@ -4,11 +4,14 @@ A study's sweeps are found by name (StudyMatrix.sweep_name: the study, the scale
 latest of each, and their runs counted as every report counts them (report/query/select.py's
 latest_ids: the latest attempt of each run of each configuration). A cell's figures are its ok runs
 that no disturbance flagged, one figure a run, as in every verdict bench gives; the failed runs'
-outcomes and the disturbed count stay with it, so a report can say why a cell is empty.
+outcomes and the disturbed count stay with it, so a report can say why a cell is empty. A cell also
+keeps each ok run's learning curve (its epochs' validation accuracy), disturbed runs included as
+the accuracy table includes them: other load slows a run, it does not change what it learns.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +25,7 @@ from orchestrator.storage.setting_columns import setting_column
 from orchestrator.studies.spec import METRICS, Study
 
 ALL = "all"  # the one column of a claim or table that names no column setting
+CHUNK = 500  # run ids a query names: under SQLite's bound on a statement's parameters
 
 
 @dataclass
@@ -32,6 +36,9 @@ class Cell:
     ok: list[dict[str, Any]] = field(default_factory=list)  # ok and not flagged disturbed
     failed: list[str] = field(default_factory=list)  # outcomes of the runs that did not end ok
     disturbed: int = 0
+    # Per ok run (disturbed or not), by run id: its seed and its validation accuracy after each
+    # evaluated epoch (the median over its repeats), for the accuracy claims (accuracy.py).
+    curves: dict[int, tuple[int, dict[int, float]]] = field(default_factory=dict)
 
     def figures(self, metric: str) -> list[float]:
         return [r[metric] for r in self.ok if r.get(metric) is not None]
@@ -85,6 +92,7 @@ def _cells(db: Database, sweeps: Sequence[dict[str, Any]]) -> list[Cell]:
     query = (
         sa.select(
             *(setting_column(r, name).label(name) for name in FIELD_NAMES),
+            r.c.id.label("run_id"),
             r.c.config_hash,
             r.c.sweep_id,
             r.c.outcome,
@@ -106,7 +114,29 @@ def _cells(db: Database, sweeps: Sequence[dict[str, Any]]) -> list[Cell]:
             cell.disturbed += 1
         else:
             cell.ok.append(row)
+        if row["outcome"] == "ok":
+            cell.curves[row["run_id"]] = (row["seed"], {})
+    _curves(db, list(cells.values()))
     return list(cells.values())
+
+
+def _curves(db: Database, cells: list[Cell]) -> None:
+    """Each ok run's validation accuracy per evaluated epoch (the extra epochs min_time adds are not
+    evaluated), the median over the run's repeats, read in chunks of run ids."""
+    owner = {run_id: cell for cell in cells for run_id in cell.curves}
+    ids = sorted(owner)
+    e = db.epochs
+    by_run: dict[int, dict[int, list[float]]] = {}
+    for start in range(0, len(ids), CHUNK):
+        query = sa.select(e.c.run_id, e.c.epoch, e.c.val_accuracy).where(
+            e.c.run_id.in_(ids[start : start + CHUNK]),
+            e.c.val_accuracy.is_not(None),
+            sa.or_(e.c.extra.is_(None), e.c.extra == 0),
+        )
+        for row in db.rows(query):
+            by_run.setdefault(row["run_id"], {}).setdefault(row["epoch"], []).append(row["val_accuracy"])
+    for run_id, epochs in by_run.items():
+        owner[run_id].curves[run_id][1].update({k: statistics.median(v) for k, v in epochs.items()})
 
 
 @dataclass

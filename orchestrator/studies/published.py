@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from orchestrator.config.filters import parse_value
 from orchestrator.config.values import cut
 from orchestrator.errors import ConfigError
-from orchestrator.studies.spec import Table
+from orchestrator.studies.spec import ACCURACY_UNITS, Table
 
 MAX_BYTES = 1 << 20  # the studies' tables are a few KiB
 MAX_ROWS = 10_000
 NOTE = "note"  # the optional column that says why a cell is empty
+EPOCH = "epoch"  # an accuracy table's columns: the epoch after which it was read, not a setting
 # Every C0 control character but tab, and DEL and the C1 block: none belongs in a transcribed table.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -116,7 +117,11 @@ def _keep(found: Published, row: list[str], at: dict[str, int], where: str) -> N
     item, column = row[at[table.items]].strip(), row[at[table.columns]].strip()
     note = row[at[NOTE]].strip() if NOTE in at else ""
     lacking = ""
+    if table.columns == EPOCH and not (column.isascii() and column.isdigit() and 0 < int(column) <= 10**4):
+        raise ConfigError(f"{where}: {EPOCH}: {cut(repr(column))} is not an epoch (1 to 10000)")
     for setting, name in ((table.columns, column), (table.items, item)):
+        if setting == EPOCH:
+            continue
         try:
             parse_value(setting, name, "published")  # typed as --only types text: batch 32 is 32
         except ConfigError:
@@ -136,6 +141,8 @@ def _keep(found: Published, row: list[str], at: dict[str, int], where: str) -> N
         value: float | None = None
     else:
         value = _number(text, f"{where}: {table.value}")
+        if table.unit in ACCURACY_UNITS and value > 1:
+            raise ConfigError(f"{where}: {table.value}: {cut(repr(text))} is not an accuracy (0 to 1)")
     cells = found.cells.setdefault(column, {})
     if item in cells:
         raise ConfigError(f"{where}: {item} {column} given twice")

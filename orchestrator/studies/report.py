@@ -20,9 +20,9 @@ from typing import Any, Protocol
 from orchestrator.errors import StatsError
 from orchestrator.report.query import select
 from orchestrator.stats import bootstrap, ranking
-from orchestrator.studies import claims, measured, published, ratios, since
+from orchestrator.studies import claims, measured, orders, published, ratios, since
 from orchestrator.studies.figures import Bar
-from orchestrator.studies.spec import Study, Table
+from orchestrator.studies.spec import ACCURACY_UNITS, Study, Table
 from orchestrator.text.formats import Column, number, render
 from orchestrator.text.terminal import markdown_cell
 
@@ -59,7 +59,10 @@ def report(study: Study, found: measured.Measured, fmt: str = "text", footer: st
         out.para(study.notes)
     agreements: list[since.Agreement] = []
     for table in study.tables:
-        agreements += _table(out, study, table, found)
+        if table.unit in ACCURACY_UNITS:  # compared as orders only, never as levels
+            orders.table(out, study, table, found)
+        else:
+            agreements += _table(out, study, table, found)
     _ratios(out, study, found)
     out.heading(2, "Claims")
     verdicts = [claims.judge(c, found.cells) for c in study.claims]

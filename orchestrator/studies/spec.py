@@ -23,11 +23,18 @@ TIME_METRICS = ("seconds_per_image",)
 RATE_METRICS = ("images_per_second",)
 RESOURCE_METRICS = ("cpu_percent_mean", "threads_steady", "rss_peak_bytes")
 METRICS = TIME_METRICS + RATE_METRICS + RESOURCE_METRICS
+# Figures read from a run's learning curve, its epochs' validation accuracy (accuracy.py), not from
+# the runs table: the accuracy at an epoch (higher is better), and the epochs a run takes to reach
+# a fraction of its own final accuracy (lower is better).
+ACCURACY_METRICS = ("val_accuracy", "epochs_to_final")
+AT = ("every", "last")  # which epochs a val_accuracy claim reads, where it names no `epoch`
 RELATIONS = ("less", "greater")
 # The units a published table may state: times (lower is faster) and rates (higher is faster).
 TIME_UNITS = ("s", "ms", "s/epoch", "s/1000 images")
 RATE_UNITS = ("images/s",)
-UNITS = TIME_UNITS + RATE_UNITS
+# A published accuracy (0 to 1): compared with bench's as an order per epoch, never as a level.
+ACCURACY_UNITS = ("fraction",)
+UNITS = TIME_UNITS + RATE_UNITS + ACCURACY_UNITS
 # What a scaling ratio's bench side may be read against where bench cannot measure it.
 REFERENCES = ("linear",)
 # What a table does with a missing published cell, or with a row of a framework bench lacks.
@@ -61,7 +68,7 @@ class Table:
     row: str
     value: str  # the CSV column that holds the figure
     items: str  # the setting the rows compare (framework), also a CSV column
-    columns: str  # the setting each comparison is made per (model), also a CSV column
+    columns: str  # the setting each comparison is made per (model), also a CSV column; or epoch
     where: tuple[tuple[str, str], ...]  # CSV rows kept: column = text
     measured: tuple[tuple[str, object], ...]  # the runs set beside it: setting = value
     missing: str = "refuse"  # an empty published cell: refuse the file, or carry it with its note
@@ -71,7 +78,8 @@ class Table:
 
     @property
     def higher_is_faster(self) -> bool:
-        return self.unit in RATE_UNITS
+        """Whether a higher figure ranks first (a rate; an accuracy, where "faster" reads "better")."""
+        return self.unit in RATE_UNITS or self.unit in ACCURACY_UNITS
 
 
 @dataclass(frozen=True)
@@ -93,10 +101,13 @@ class Claim:
     direction: str = ""  # ratio: above | below; resource: less | greater
     axis: str | None = None  # rises_with
     reason: str = ""  # not_checkable
+    epoch: int | None = None  # val_accuracy: the epoch read (else `at`)
+    at: str = ""  # val_accuracy: every (each epoch a column of its own) or last
+    fraction: float = 0.95  # epochs_to_final: the share of the run's final accuracy reached
 
     @property
     def higher_is_better(self) -> bool:
-        return self.metric in RATE_METRICS
+        return self.metric in RATE_METRICS or self.metric == "val_accuracy"
 
 
 @dataclass(frozen=True)
