@@ -11,6 +11,7 @@ bench's and judges each claim on the runs.
     published.py  a published table's CSV, read as hostile input
     measured.py   the study's sweeps' runs read back as cells, and the grid a comparison picks
     claims.py     each claim kind judged on the runs with stats/: a verdict, its figures
+    kinds.py      the band and shape kinds (similar, spread, rises_beyond), on claims.py's rules
     report.py     published beside measured, then the claims, as text or markdown
 
 May import: text, stats, config, storage, and report's query group (the one rule for which runs

@@ -41,11 +41,11 @@ SECTIONS = ("name", "title", "citation", "notes", "matrices", "published", "clai
 MATRIX_KEYS = ("path", "scale", "note")
 TABLE_KEYS = (
     "name", "file", "unit", "row", "value", "items", "columns", "where", "measured", "missing", "unknown",
-    "notes",
+    "notes", "published_only", "absent",
 )  # fmt: skip
 CLAIM_KEYS = (
     "id", "kind", "text", "source", "items", "columns", "where", "metric", "who", "in", "order", "a", "b",
-    "above", "below", "relation", "axis", "reason",
+    "above", "below", "relation", "axis", "reason", "within",
 )  # fmt: skip
 # What each kind needs beyond id, kind, text and source (the rest it refuses: a key that does
 # nothing for its kind is a claim misread).
@@ -55,6 +55,9 @@ NEEDS = {
     "ratio": ("a", "b"),
     "rises_with": ("axis",),
     "resource": ("a", "b", "relation", "metric"),
+    "similar": ("a", "b", "within"),
+    "spread": ("within",),
+    "rises_beyond": ("axis",),
     "not_checkable": ("reason",),
 }
 TAKES = {
@@ -63,6 +66,9 @@ TAKES = {
     "ratio": ("items", "columns", "where", "metric", "above", "below"),
     "rises_with": ("items", "columns", "where", "metric"),
     "resource": ("items", "columns", "where"),
+    "similar": ("items", "columns", "where", "metric"),
+    "spread": ("items", "columns", "where", "metric"),
+    "rises_beyond": ("items", "columns", "where", "metric"),
     "not_checkable": (),
 }
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -199,13 +205,12 @@ class _Study:
 
     def _table(self, node: Node, matrices: tuple[StudyMatrix, ...]) -> Table:
         keys = self.read.mapping(node, "published", TABLE_KEYS)
+        if "published_only" in keys:
+            return self._published_only(node, keys)
         for needed in ("name", "file", "unit", "row", "value", "columns"):
             if needed not in keys:
                 raise self.read.node_error(node, "published", f"each table needs {needed}")
-        where: dict[str, str] = {}
-        if "where" in keys:
-            for column, value in self.read.mapping(keys["where"], "where", _any_key(keys["where"])).items():
-                where[column] = str(self.read.scalar(value, column))
+        where = self._rows_kept(keys)
         table = Table(
             name=self._name(keys["name"], "name"),
             file=self._inside(keys["file"], "file"),
@@ -220,12 +225,53 @@ class _Study:
             unknown=self._choice(keys["unknown"], "unknown", POLICIES) if "unknown" in keys else "refuse",
             notes=self.read.text(keys.get("notes"), "notes"),
             line=node.start_mark.line + 1,
+            absent=tuple(self._rows_kept(keys, "absent").items()),
         )
         if table.items == table.columns:
             raise self.read.node_error(
                 keys["columns"], "columns", f"the columns and items are both {table.items}"
             )
-        published.read_table(table)  # a bad CSV is refused at load, not when a report is asked for
+        found = published.read_table(table)  # a bad CSV is refused at load, not when a report is asked for
+        for name, _ in table.absent:
+            if name not in found.lacking_items():
+                message = f"{shown(name)}: not one of the table's {table.items}s that bench lacks"
+                raise self.read.node_error(keys["absent"], "absent", message)
+        return table
+
+    def _rows_kept(self, keys: dict[str, Node], key: str = "where") -> dict[str, str]:
+        """A mapping whose keys come from the CSV (its columns, or its rows' items): text to text."""
+        found: dict[str, str] = {}
+        if key in keys:
+            for name, value in self.read.mapping(keys[key], key, _any_key(keys[key])).items():
+                found[name] = str(self.read.scalar(value, name))
+        return found
+
+    def _published_only(self, node: Node, keys: dict[str, Node]) -> Table:
+        """A table shown as the study printed it, with why bench sets no figure beside it (its rows
+        are GPU kernels, say, not frameworks): nothing in it is matched against runs."""
+        for needed in ("name", "file", "unit", "row", "value"):
+            if needed not in keys:
+                raise self.read.node_error(node, "published", f"each table needs {needed}")
+        for key in ("items", "columns", "measured", "missing", "unknown", "absent"):
+            if key in keys:
+                raise self.read.node_error(
+                    keys[key], key, "a published_only table is matched against no runs"
+                )
+        table = Table(
+            name=self._name(keys["name"], "name"),
+            file=self._inside(keys["file"], "file"),
+            unit=self._choice(keys["unit"], "unit", UNITS),
+            row=self.read.text(keys["row"], "row", allow_empty=False),
+            value=self.read.text(keys["value"], "value", allow_empty=False),
+            items="",
+            columns="",
+            where=tuple(self._rows_kept(keys).items()),
+            measured=(),
+            notes=self.read.text(keys.get("notes"), "notes"),
+            line=node.start_mark.line + 1,
+            published_only=self.read.text(keys["published_only"], "published_only", allow_empty=False),
+        )
+        published.read_rows(table)
         return table
 
     def _claim(self, node: Node, matrices: tuple[StudyMatrix, ...]) -> Claim:
@@ -292,7 +338,12 @@ class _Study:
             else:
                 found.update(self._threshold(keys))
             return found
-        if kind == "rises_with":
+        if kind in ("similar", "spread"):
+            found = {"threshold": self._within(keys["within"])}
+            if kind == "similar":
+                found["subjects"] = (subject(keys["a"], "a"), subject(keys["b"], "b"))
+            return found
+        if kind in ("rises_with", "rises_beyond"):
             axis = self._setting(keys["axis"], "axis")
             if axis == items:
                 raise self.read.node_error(keys["axis"], "axis", f"the axis and items are both {axis}")
@@ -309,6 +360,13 @@ class _Study:
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e6:
             raise self.read.node_error(node, given[0], f"{shown(value)}: expected a positive ratio")
         return {"threshold": float(value), "direction": given[0]}
+
+    def _within(self, node: Node) -> float:
+        """A band's factor: 1.25 is "within 1.25× either way"; 1 or less would be no band at all."""
+        value = self.read.scalar(node, "within")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 1 < value < 1e6:
+            raise self.read.node_error(node, "within", f"{shown(value)}: expected a factor above 1")
+        return float(value)
 
 
 def _any_key(node: Node) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from typing import Any
 from orchestrator.errors import StatsError
 from orchestrator.report.query import select
 from orchestrator.stats import bootstrap, ranking
-from orchestrator.studies import claims, measured, published
+from orchestrator.studies import claims, kinds, measured, published
 from orchestrator.studies.spec import Study, Table
 from orchestrator.text.formats import Column, number, render
 from orchestrator.text.terminal import markdown_cell
@@ -34,7 +34,7 @@ def report(study: Study, found: measured.Measured, fmt: str = "text") -> str:
     for table in study.tables:
         _table(out, study, table, found)
     out.heading(2, "Claims")
-    verdicts = [claims.judge(c, found.cells) for c in study.claims]
+    verdicts = [kinds.judge(c, found.cells) for c in study.claims]
     if not verdicts:
         out.para("The study file states no claim.")
     rows = [
@@ -66,6 +66,9 @@ def _scales(study: Study, found: measured.Measured) -> str:
 
 
 def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> None:
+    if table.published_only:
+        _published_only(out, table)
+        return
     pub = published.read_table(table)
     out.heading(2, f"Published beside measured: {table.name}")
     rows_kept = ", ".join(f"{k} {v}" for k, v in table.where)
@@ -108,6 +111,19 @@ def _table(out: Lines, study: Study, table: Table, found: measured.Measured) -> 
     out.table(
         summary, (table.columns, "bench's tie groups, fastest first", "published order", "Kendall's τ-b")
     )
+
+
+def _published_only(out: Lines, table: Table) -> None:
+    """The table as the study printed it, with why bench has no figure beside it."""
+    header, rows = published.read_rows(table)
+    out.heading(2, f"Published only: {table.name}")
+    rows_kept = ", ".join(f"{k} {v}" for k, v in table.where)
+    out.para(
+        f"Published: {table.row}; {table.value} in {table.unit}{'; ' + rows_kept if rows_kept else ''}. "
+        f"Not measured here: {table.published_only}" + (f" {table.notes}" if table.notes else "")
+    )
+    shown = [k for k in header if k != published.NOTE or any(r[k] for r in rows)]
+    out.table([{k: r[k] or DASH for k in shown} for r in rows], shown)
 
 
 def _column(
