@@ -27,7 +27,7 @@ import numpy as np
 from orchestrator.stats import bootstrap, sample
 from orchestrator.studies import claims, measured
 from orchestrator.studies.claims import AGAINST, HOLDS, NOISE, UNCHECKABLE, Runs, Verdict
-from orchestrator.studies.spec import Claim
+from orchestrator.studies.spec import RATE_METRICS, TIME_METRICS, Claim
 
 LEVEL = 0.95
 
@@ -82,6 +82,11 @@ def spread(claim: Claim, runs: Runs) -> Verdict:
     """Per column, the slowest item's figure over the fastest's, its interval drawn draw by draw
     (each cell resampled on its own, the maximum and minimum taken in each draw), below `within`."""
     within = claim.threshold or 1.0
+    # The largest figure over the smallest: for a time the slowest over the fastest, for a rate the
+    # reverse; the same ratio either way.
+    what = "fastest/slowest" if claim.higher_is_better else "slowest/fastest"
+    if claim.metric not in TIME_METRICS + RATE_METRICS:
+        what = "largest/smallest"
     verdicts: list[str] = []
     lines: list[str] = []
     fewest = 0
@@ -90,8 +95,8 @@ def spread(claim: Claim, runs: Runs) -> Verdict:
             continue
         cells = {item: sample.cell(figures, f"{item} {column}") for item, figures in sorted(items.items())}
         centres = {item: sample.cell_figure(cell) for item, cell in cells.items()}
-        best, worst = min(centres, key=centres.__getitem__), max(centres, key=centres.__getitem__)
-        centre = centres[worst] / centres[best]
+        low_item, high_item = min(centres, key=centres.__getitem__), max(centres, key=centres.__getitem__)
+        centre = centres[high_item] / centres[low_item]
         n = min(len(cell) for cell in cells.values())
         low: float | None = None
         high: float | None = None
@@ -103,7 +108,7 @@ def spread(claim: Claim, runs: Runs) -> Verdict:
         where = f"{column}: " if column != measured.ALL else ""
         interval = f" [{low:.3g}–{high:.3g}]" if low is not None and high is not None else ""
         lines.append(
-            f"{where}slowest/fastest ({worst}/{best}) over {', '.join(cells)} {centre:.3g}{interval}, "
+            f"{where}{what} ({high_item}/{low_item}) over {', '.join(cells)} {centre:.3g}{interval}, "
             f"n={n} or more a cell; the band up to {within:g}"
         )
         fewest = min(fewest or n, n)
