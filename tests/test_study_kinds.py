@@ -74,6 +74,7 @@ def test_one_run_a_cell_never_holds_a_band(tmp_path):
     v = _judge(tmp_path, _at_8(FAST[:1], FAST[:1], FAST[:1]))
     assert v["similar"].verdict == "not shown at this n"
     assert v["spread"].verdict == "not shown at this n"
+    assert "a cell of one run has no interval" in v["spread"].note
 
 
 def test_few_runs_say_the_interval_undercovers(tmp_path):

@@ -49,7 +49,9 @@ def _in_band(low: float | None, high: float | None, band: tuple[float, float]) -
 
 def _few(n: int) -> str:
     """The caveat every interval-only verdict carries below full coverage (bootstrap.py)."""
-    if 1 < n < bootstrap.FULL_COVERAGE_RUNS:
+    if n == 1:
+        return "a cell of one run has no interval, so no band can be shown: more runs are needed"
+    if n < bootstrap.FULL_COVERAGE_RUNS:
         return (
             f"over {n} runs the 95 % interval holds the truth less often than it says "
             f"(from {bootstrap.FULL_COVERAGE_RUNS} runs on it does: docs/reports.md)"
@@ -109,7 +111,7 @@ def spread(claim: Claim, runs: Runs) -> Verdict:
         interval = f" [{low:.3g}–{high:.3g}]" if low is not None and high is not None else ""
         lines.append(
             f"{where}{what} ({high_item}/{low_item}) over {', '.join(cells)} {centre:.3g}{interval}, "
-            f"n={n} or more a cell; the band up to {within:g}"
+            f"n={n} (the fewest runs of a cell); the band up to {within:g}"
         )
         fewest = min(fewest or n, n)
     if not verdicts:
