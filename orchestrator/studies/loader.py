@@ -205,28 +205,39 @@ class _Study:
 
     def _table(self, node: Node, matrices: tuple[StudyMatrix, ...]) -> Table:
         keys = self.read.mapping(node, "published", TABLE_KEYS)
-        if "published_only" in keys:
-            return self._published_only(node, keys)
-        for needed in ("name", "file", "unit", "row", "value", "columns"):
+        # A published-only table (its rows are GPU kernels, say, not frameworks) is shown as printed,
+        # with why bench has no figure beside it: nothing in it is matched against runs.
+        only = "published_only" in keys
+        for needed in ("name", "file", "unit", "row", "value", *(() if only else ("columns",))):
             if needed not in keys:
                 raise self.read.node_error(node, "published", f"each table needs {needed}")
-        where = self._rows_kept(keys)
+        for key in ("items", "columns", "measured", "missing", "unknown", "absent") if only else ():
+            if key in keys:
+                raise self.read.node_error(
+                    keys[key], key, "a published_only table is matched against no runs"
+                )
         table = Table(
             name=self._name(keys["name"], "name"),
             file=self._inside(keys["file"], "file"),
             unit=self._choice(keys["unit"], "unit", UNITS),
             row=self.read.text(keys["row"], "row", allow_empty=False),
             value=self.read.text(keys["value"], "value", allow_empty=False),
-            items=self._setting(keys["items"], "items") if "items" in keys else "framework",
-            columns=self._setting(keys["columns"], "columns"),
-            where=tuple(where.items()),
+            items=self._setting(keys["items"], "items") if "items" in keys else ("" if only else "framework"),
+            columns="" if only else self._setting(keys["columns"], "columns"),
+            where=tuple(self._rows_kept(keys).items()),
             measured=self._where(keys.get("measured"), "measured", matrices),
             missing=self._choice(keys["missing"], "missing", POLICIES) if "missing" in keys else "refuse",
             unknown=self._choice(keys["unknown"], "unknown", POLICIES) if "unknown" in keys else "refuse",
             notes=self.read.text(keys.get("notes"), "notes"),
             line=node.start_mark.line + 1,
+            published_only=self.read.text(keys["published_only"], "published_only", allow_empty=False)
+            if only
+            else "",
             absent=tuple(self._rows_kept(keys, "absent").items()),
         )
+        if only:
+            published.read_rows(table)  # its CSV refused at load too
+            return table
         if table.items == table.columns:
             raise self.read.node_error(
                 keys["columns"], "columns", f"the columns and items are both {table.items}"
@@ -245,34 +256,6 @@ class _Study:
             for name, value in self.read.mapping(keys[key], key, _any_key(keys[key])).items():
                 found[name] = str(self.read.scalar(value, name))
         return found
-
-    def _published_only(self, node: Node, keys: dict[str, Node]) -> Table:
-        """A table shown as the study printed it, with why bench sets no figure beside it (its rows
-        are GPU kernels, say, not frameworks): nothing in it is matched against runs."""
-        for needed in ("name", "file", "unit", "row", "value"):
-            if needed not in keys:
-                raise self.read.node_error(node, "published", f"each table needs {needed}")
-        for key in ("items", "columns", "measured", "missing", "unknown", "absent"):
-            if key in keys:
-                raise self.read.node_error(
-                    keys[key], key, "a published_only table is matched against no runs"
-                )
-        table = Table(
-            name=self._name(keys["name"], "name"),
-            file=self._inside(keys["file"], "file"),
-            unit=self._choice(keys["unit"], "unit", UNITS),
-            row=self.read.text(keys["row"], "row", allow_empty=False),
-            value=self.read.text(keys["value"], "value", allow_empty=False),
-            items="",
-            columns="",
-            where=tuple(self._rows_kept(keys).items()),
-            measured=(),
-            notes=self.read.text(keys.get("notes"), "notes"),
-            line=node.start_mark.line + 1,
-            published_only=self.read.text(keys["published_only"], "published_only", allow_empty=False),
-        )
-        published.read_rows(table)
-        return table
 
     def _claim(self, node: Node, matrices: tuple[StudyMatrix, ...]) -> Claim:
         keys = self.read.mapping(node, "claims", CLAIM_KEYS)
