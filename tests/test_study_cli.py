@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.storage.db import Database
 from tests.studies_db import FAST, SLOW, write_db, write_study
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,6 +31,10 @@ def test_the_shipped_studies_are_listed_and_load(cli):
     msu = "throughput.yaml (cpu), optimizers.yaml (cpu), accuracy-digits.yaml (cpu), "
     msu += "throughput-full.yaml (full)"
     assert msu in result.output
+    assert "cpu.yaml (cpu), full.yaml (full), gpu.yaml (gpu)" in result.output  # ufsm
+    assert (
+        "cifar-cnn.yaml (cpu), features.yaml (cpu), imdb-gru.yaml (cpu), gpu-cifar-cnn.yaml" in result.output
+    )
 
 
 def test_a_dry_run_lists_each_matrix_and_runs_nothing(cli, workdir):
@@ -275,3 +280,85 @@ def test_a_tiny_study_of_the_fault_worker_and_pytorch_runs_and_reports(
     assert "not run here: bench has no framework caffe" in out
     [claim] = [re.split(r"\s{2,}", x) for x in out.splitlines() if x.startswith("fault-first  ")]
     assert claim[2] == "not shown at this n"  # 2 runs a side cannot tell two cells apart
+
+
+@pytest.mark.parametrize(
+    "name,says",
+    [
+        ("ufsm", ["Published only: sgemm-kernels", "| 128x64_nn | caffe | plain | 6.90060 | 75264 |"]),
+        (
+            "ilkarman",
+            [
+                "Published beside measured: k80",
+                "Published beside measured: p100",
+                "| gluon | 152 | 1.05 | not run here: bench has no framework gluon (Gluon is MXNet's",
+                "| julia_knet | — (not submitted at the time) | — | not run here: bench has no framework",
+                "| pytorch | 169 | 1.17 | not run here: no runs in the database yet | 0 |",
+            ],
+        ),
+    ],
+)
+def test_a_shipped_study_reports_on_an_empty_database(cli, workdir, name, says):
+    """Every table and every claim, each unmeasured row saying why; nothing left out, no crash."""
+    from orchestrator.studies import loader
+
+    Database(f"sqlite:///{workdir / 'empty.db'}", create=True).close()
+    result = cli("study", "report", name, "--db", str(workdir / "empty.db"), "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    for text in says:
+        assert text in result.output
+    study = loader.load_named(REPO / "studies", name)
+    for claim in study.claims:
+        assert f"| {claim.id} | {claim.kind} | not checkable here |" in result.output
+
+
+def test_the_study_scales_plan_what_their_notes_say(cli):
+    ufsm = cli("study", "run", "ufsm", "--dry-run").output
+    assert "study ufsm/cpu: ufsm-cpu: 10 configurations, 50 runs" in ufsm
+    ilkarman = cli("study", "run", "ilkarman", "--dry-run").output
+    assert ilkarman.count(": 3 configurations, 15 runs") == 3
+
+
+def test_the_ufsm_claims_read_its_cpu_sweep(cli, tmp_path):
+    """A hand-built ufsm/cpu sweep: AlexNet the same in both frameworks, GoogLeNet's time per image
+    falling to batch 16 and rising at 128 in TensorFlow, still falling in PyTorch."""
+    base = {"image_size": 64}
+    cells = [
+        (
+            {**base, "framework": f, "model": "alexnet", "batch_size": b},
+            [x * 1.02 if f == "pytorch" else x for x in FAST],
+            {},
+        )
+        for f in ("tensorflow", "pytorch")
+        for b in (16, 128)
+    ]
+    shapes = {
+        "tensorflow": (SLOW, FAST, [x * 1.5 for x in FAST]),
+        "pytorch": ([x * 2 for x in SLOW], SLOW, FAST),
+    }
+    for f, figures in shapes.items():
+        cells += [
+            ({**base, "framework": f, "model": "googlenet", "batch_size": b}, fig, {})
+            for b, fig in zip((2, 16, 128), figures, strict=True)
+        ]
+    db = write_db(tmp_path / "u.db", cells, sweep="study ufsm/cpu: ufsm-cpu")
+    out = cli("study", "report", "ufsm", "--db", db, "--format", "markdown").output
+    assert "| cpu-alexnet-similar | similar | holds |" in out
+    assert "| cpu-googlenet-rises-tensorflow | rises_beyond | holds |" in out
+    assert "| cpu-googlenet-rises-pytorch | rises_beyond | does not hold |" in out
+
+
+def test_the_ilkarman_spread_reads_its_cnn_sweep(cli, tmp_path):
+    cells = [
+        (
+            {"framework": f, "model": "small_cnn", "image_size": 32, "batch_size": 64},
+            [x * by for x in FAST],
+            {},
+        )
+        for f, by in (("pytorch", 1.0), ("tensorflow", 1.3), ("mxnet", 1.6))
+    ]
+    db = write_db(tmp_path / "i.db", cells, sweep="study ilkarman/cpu: ilkarman-cifar-cnn")
+    out = cli("study", "report", "ilkarman", "--db", db, "--format", "markdown").output
+    assert "| cnn-within-1-9 | spread | holds |" in out
+    assert "| pytorch-among-fastest | order | holds |" in out  # the CNN column alone has runs
+    assert "not run yet: features.yaml (scale cpu), imdb-gru.yaml (scale cpu)" in out

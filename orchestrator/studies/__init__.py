@@ -9,10 +9,12 @@ bench's and judges each claim on the runs.
     spec.py           what a loaded study is: Study, StudyMatrix, Table, Claim, ScalingRatio; the
                       kinds, metrics, units
     loader.py         study.yaml read with the matrix loader's YAML reader, every error file:line: key
+    keys.py           the keys a study file may use, per section and per claim kind
     loader_ratios.py  its `ratios:` section (the scaling ratios), held to loader.py's checks
     published.py      a published table's CSV, read as hostile input
     measured.py       the study's sweeps' runs read back as cells, and the grid a comparison picks
     claims.py         each claim kind judged on the runs with stats/: a verdict, its figures
+    kinds.py          the band and shape kinds (similar, spread, rises_beyond), on claims.py's rules
     accuracy.py       accuracy claims: a run's learning curve as one figure a seed (an epoch's
                       accuracy, epochs to a fraction of the final one), and the claims' accuracy keys
     orders.py         a published accuracy table beside bench's as orders per epoch, never levels

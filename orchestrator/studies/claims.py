@@ -16,7 +16,7 @@ draw, and a cell with one run (no spread between processes) is never told apart.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +51,9 @@ def combine(parts: Sequence[str]) -> str:
     return NOISE
 
 
-def judge(claim: Claim, cells: Sequence[measured.Cell]) -> Verdict:
+def judge(claim: Claim, cells: Sequence[measured.Cell], table: Mapping[str, Judge] | None = None) -> Verdict:
+    """The claim's verdict on the cells, its kind judged by `table` (default this module's kinds;
+    kinds.judge passes every kind, its own too)."""
     if claim.kind == "not_checkable":
         return Verdict(claim, UNCHECKABLE, note=claim.reason)
     invert = claim.higher_is_better and claim.kind == "fastest"
@@ -65,14 +67,14 @@ def judge(claim: Claim, cells: Sequence[measured.Cell]) -> Verdict:
         g = measured.grid(cells, claim.where, claim.items, claim.columns, claim.axis)
         if g.problem:
             return Verdict(claim, UNCHECKABLE, note=g.problem)
-        if claim.kind in ("order", "ratio", "resource"):  # only its items count, and their empty cells
+        if claim.kind in ("order", "ratio", "resource", "similar"):  # only its items and their empty cells
             g = measured.Grid({k: c for k, c in g.cells.items() if k[1] in claim.subjects})
         runs, empty = _figures(g, claim.metric, invert)
     if not runs:
         why = "; ".join(empty) or "the study's sweeps hold no runs of it"
         return Verdict(claim, UNCHECKABLE, note=f"nothing measured: {why}")
     try:
-        verdict = KINDS[claim.kind](claim, runs)
+        verdict = (table or KINDS)[claim.kind](claim, runs)
     except StatsError as exc:  # a stored figure unfit for statistics: the claim cannot be judged
         return Verdict(claim, UNCHECKABLE, note=str(exc))
     left = "left out, nothing measured: " + "; ".join(empty) if empty else ""
@@ -81,6 +83,7 @@ def judge(claim: Claim, cells: Sequence[measured.Cell]) -> Verdict:
 
 
 Runs = dict[tuple[str, str, str], list[float]]
+Judge = Callable[[Claim, Runs], Verdict]
 
 
 def _figures(g: measured.Grid, metric: str, invert: bool) -> tuple[Runs, list[str]]:

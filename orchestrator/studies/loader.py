@@ -22,6 +22,7 @@ from orchestrator.config.run_config import FIELD_NAMES, validate_field
 from orchestrator.config.values import cut, shown
 from orchestrator.errors import ConfigError
 from orchestrator.studies import accuracy, loader_ratios, published, since
+from orchestrator.studies.keys import CLAIM_KEYS, MATRIX_KEYS, NEEDS, SECTIONS, TABLE_KEYS, TAKES
 from orchestrator.studies.spec import (
     ACCURACY_METRICS,
     ACCURACY_UNITS,
@@ -40,34 +41,6 @@ from orchestrator.studies.spec import (
 
 FILE = "study.yaml"
 EPOCH = published.EPOCH
-SECTIONS = ("name", "title", "citation", "notes", "matrices", "published", "claims", "ratios", "since")
-MATRIX_KEYS = ("path", "scale", "note")
-TABLE_KEYS = (
-    "name", "file", "unit", "row", "value", "items", "columns", "where", "measured", "missing", "unknown",
-    "notes",
-)  # fmt: skip
-CLAIM_KEYS = (
-    "id", "kind", "text", "source", "items", "columns", "where", "metric", "who", "in", "order", "a", "b",
-    "above", "below", "relation", "axis", "reason", *accuracy.ACCURACY_KEYS,
-)  # fmt: skip
-# What each kind needs beyond id, kind, text and source (the rest it refuses: a key that does
-# nothing for its kind is a claim misread).
-NEEDS = {
-    "fastest": ("who", "in"),
-    "order": ("order",),
-    "ratio": ("a", "b"),
-    "rises_with": ("axis",),
-    "resource": ("a", "b", "relation", "metric"),
-    "not_checkable": ("reason",),
-}
-TAKES = {
-    "fastest": ("items", "columns", "where", "metric", *accuracy.ACCURACY_KEYS),
-    "order": ("items", "columns", "where", "metric", *accuracy.ACCURACY_KEYS),
-    "ratio": ("items", "columns", "where", "metric", "above", "below", *accuracy.ACCURACY_KEYS),
-    "rises_with": ("items", "columns", "where", "metric", *accuracy.ACCURACY_KEYS),
-    "resource": ("items", "columns", "where"),
-    "not_checkable": (),
-}
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 MAX_ITEMS = 1000  # claims, tables or matrices in one study: a study has tens
 
@@ -214,34 +187,57 @@ class _Study:
 
     def _table(self, node: Node, matrices: tuple[StudyMatrix, ...]) -> Table:
         keys = self.read.mapping(node, "published", TABLE_KEYS)
-        for needed in ("name", "file", "unit", "row", "value", "columns"):
+        # A published-only table (its rows are GPU kernels, say, not frameworks) is shown as printed,
+        # with why bench has no figure beside it: nothing in it is matched against runs.
+        only = "published_only" in keys
+        for needed in ("name", "file", "unit", "row", "value", *(() if only else ("columns",))):
             if needed not in keys:
                 raise self.read.node_error(node, "published", f"each table needs {needed}")
-        where: dict[str, str] = {}
-        if "where" in keys:
-            for column, value in self.read.mapping(keys["where"], "where", _any_key(keys["where"])).items():
-                where[column] = str(self.read.scalar(value, column))
+        for key in ("items", "columns", "measured", "missing", "unknown", "absent") if only else ():
+            if key in keys:
+                raise self.read.node_error(
+                    keys[key], key, "a published_only table is matched against no runs"
+                )
         table = Table(
             name=self._name(keys["name"], "name"),
             file=self._inside(keys["file"], "file"),
             unit=self._choice(keys["unit"], "unit", UNITS),
             row=self.read.text(keys["row"], "row", allow_empty=False),
             value=self.read.text(keys["value"], "value", allow_empty=False),
-            items=self._setting(keys["items"], "items") if "items" in keys else "framework",
-            columns=self._columns(keys["columns"], keys["unit"]),
-            where=tuple(where.items()),
+            items=self._setting(keys["items"], "items") if "items" in keys else ("" if only else "framework"),
+            columns="" if only else self._columns(keys["columns"], keys["unit"]),
+            where=tuple(self._rows_kept(keys).items()),
             measured=self._where(keys.get("measured"), "measured", matrices),
             missing=self._choice(keys["missing"], "missing", POLICIES) if "missing" in keys else "refuse",
             unknown=self._choice(keys["unknown"], "unknown", POLICIES) if "unknown" in keys else "refuse",
             notes=self.read.text(keys.get("notes"), "notes"),
             line=node.start_mark.line + 1,
+            published_only=self.read.text(keys["published_only"], "published_only", allow_empty=False)
+            if only
+            else "",
+            absent=tuple(self._rows_kept(keys, "absent").items()),
         )
+        if only:
+            published.read_rows(table)  # its CSV refused at load too
+            return table
         if table.items == table.columns:
             raise self.read.node_error(
                 keys["columns"], "columns", f"the columns and items are both {table.items}"
             )
-        published.read_table(table)  # a bad CSV is refused at load, not when a report is asked for
+        found = published.read_table(table)  # a bad CSV is refused at load, not when a report is asked for
+        for name, _ in table.absent:
+            if name not in found.lacking_items():
+                message = f"{shown(name)}: not one of the table's {table.items}s that bench lacks"
+                raise self.read.node_error(keys["absent"], "absent", message)
         return table
+
+    def _rows_kept(self, keys: dict[str, Node], key: str = "where") -> dict[str, str]:
+        """A mapping whose keys come from the CSV (its columns, or its rows' items): text to text."""
+        found: dict[str, str] = {}
+        if key in keys:
+            for name, value in self.read.mapping(keys[key], key, _any_key(keys[key])).items():
+                found[name] = str(self.read.scalar(value, name))
+        return found
 
     def _claim(self, node: Node, matrices: tuple[StudyMatrix, ...]) -> Claim:
         keys = self.read.mapping(node, "claims", CLAIM_KEYS)
@@ -310,7 +306,12 @@ class _Study:
             else:
                 found.update(self._threshold(keys))
             return found
-        if kind == "rises_with":
+        if kind in ("similar", "spread"):
+            found = {"threshold": self._within(keys["within"])}
+            if kind == "similar":
+                found["subjects"] = (subject(keys["a"], "a"), subject(keys["b"], "b"))
+            return found
+        if kind in ("rises_with", "rises_beyond"):
             axis = self._setting(keys["axis"], "axis")
             if axis == items:
                 raise self.read.node_error(keys["axis"], "axis", f"the axis and items are both {axis}")
@@ -327,6 +328,13 @@ class _Study:
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e6:
             raise self.read.node_error(node, given[0], f"{shown(value)}: expected a positive ratio")
         return {"threshold": float(value), "direction": given[0]}
+
+    def _within(self, node: Node) -> float:
+        """A band's factor: 1.25 is "within 1.25× either way"; 1 or less would be no band at all."""
+        value = self.read.scalar(node, "within")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 1 < value < 1e6:
+            raise self.read.node_error(node, "within", f"{shown(value)}: expected a factor above 1")
+        return float(value)
 
 
 def _any_key(node: Node) -> tuple[str, ...]:

@@ -46,6 +46,10 @@ class Published:
     cells: dict[str, dict[str, Cell]] = field(default_factory=dict)
     lacking: dict[str, str] = field(default_factory=dict)  # item or column value -> why
 
+    def lacking_items(self) -> set[str]:
+        """The items (frameworks) of its rows that bench cannot run."""
+        return {item for cells in self.cells.values() for item, c in cells.items() if c.lacking}
+
     def ranked(self, column: str) -> dict[str, float]:
         """The column's published figures, each as a time (a rate inverted), for ordering."""
         found: dict[str, float] = {}
@@ -57,6 +61,11 @@ class Published:
 
 def read_table(table: Table) -> Published:
     """The table's rows that its `where` keeps, checked; refused in one line."""
+    label, text = _text(table)
+    return _rows(table, label, text)
+
+
+def _text(table: Table) -> tuple[str, str]:
     label = str(table.file)
     try:
         with open(table.file, "rb") as f:
@@ -74,10 +83,14 @@ def read_table(table: Table) -> Published:
     if bad:
         line = text[: bad.start()].count("\n") + 1
         raise ConfigError(f"{label}:{line}: a control character ({bad.group()!r}) in a published table")
-    return _rows(table, label, text)
+    return label, text
 
 
-def _rows(table: Table, label: str, text: str) -> Published:
+def _kept(
+    table: Table, label: str, text: str, wanted: list[str]
+) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The header and the rows `where` keeps (each with its place, "file:line"), the file's shape
+    checked: one header naming each column once, the `wanted` columns among them, every row whole."""
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
@@ -86,14 +99,13 @@ def _rows(table: Table, label: str, text: str) -> Published:
     twice = sorted({name for name in header if header.count(name) > 1})
     if twice:
         raise ConfigError(f"{label}:1: {cut(twice[0])}: a column named twice in the header")
-    wanted = [table.items, table.columns, table.value, *(k for k, _ in table.where)]
-    missing = [c for c in dict.fromkeys(wanted) if c not in header]
+    missing = [c for c in dict.fromkeys([*wanted, *(k for k, _ in table.where)]) if c not in header]
     if missing:
         raise ConfigError(
             f"{label}:1: {missing[0]}: no such column (the header has {cut(', '.join(header), 200)})"
         )
     at = {name: header.index(name) for name in header}
-    found = Published(table)
+    kept: list[tuple[str, list[str]]] = []
     try:
         for count, row in enumerate(reader, start=1):
             line = reader.line_num  # where the row ends: a quoted field may span lines
@@ -104,12 +116,36 @@ def _rows(table: Table, label: str, text: str) -> Published:
             if len(row) != len(header):
                 raise ConfigError(f"{label}:{line}: {len(row)} fields where the header has {len(header)}")
             if all(row[at[k]] == v for k, v in table.where):
-                _keep(found, row, at, f"{label}:{line}")
+                kept.append((f"{label}:{line}", row))
     except csv.Error as exc:
         raise ConfigError(f"{label}:{reader.line_num}: csv: {exc}") from None
+    return header, kept
+
+
+def _rows(table: Table, label: str, text: str) -> Published:
+    header, kept = _kept(table, label, text, [table.items, table.columns, table.value])
+    at = {name: header.index(name) for name in header}
+    found = Published(table)
+    for where, row in kept:
+        _keep(found, row, at, where)
     if not found.cells and not found.lacking:
         raise ConfigError(f"{label}: no row matches the table {table.name}'s where")
     return found
+
+
+def read_rows(table: Table) -> tuple[list[str], list[dict[str, str]]]:
+    """A published-only table (spec.Table.published_only): its header and the rows `where` keeps,
+    as the CSV gives them, each figure of its `value` column checked as a number."""
+    label, text = _text(table)
+    header, kept = _kept(table, label, text, [table.value])
+    rows: list[dict[str, str]] = []
+    for where, row in kept:
+        cells = {name: row[i].strip() for i, name in enumerate(header)}
+        _number(cells[table.value], f"{where}: {table.value}")
+        rows.append(cells)
+    if not rows:
+        raise ConfigError(f"{label}: no row matches the table {table.name}'s where")
+    return header, rows
 
 
 def _keep(found: Published, row: list[str], at: dict[str, int], where: str) -> None:
@@ -131,7 +167,8 @@ def _keep(found: Published, row: list[str], at: dict[str, int], where: str) -> N
             if setting == table.columns:  # a whole column bench cannot run: said once, under the table
                 found.lacking[name] = f"bench has no {setting} {name}"
                 return
-            lacking = f"bench has no {setting} {name}"
+            why = dict(table.absent).get(name)
+            lacking = f"bench has no {setting} {name}" + (f" ({why})" if why else "")
     text = row[at[table.value]].strip()
     if not text:
         if table.missing == "refuse":

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from orchestrator.errors import StatsError
 from orchestrator.report.query import select
 from orchestrator.stats import bootstrap, ranking
-from orchestrator.studies import claims, measured, orders, published, ratios, since
+from orchestrator.studies import claims, kinds, measured, orders, published, ratios, since
 from orchestrator.studies.figures import Bar
 from orchestrator.studies.spec import ACCURACY_UNITS, Study, Table
 from orchestrator.text.formats import Column, number, render
@@ -65,7 +65,7 @@ def report(study: Study, found: measured.Measured, fmt: str = "text", footer: st
             agreements += _table(out, study, table, found)
     _ratios(out, study, found)
     out.heading(2, "Claims")
-    verdicts = [claims.judge(c, found.cells) for c in study.claims]
+    verdicts = [kinds.judge(c, found.cells) for c in study.claims]
     if not verdicts:
         out.para("The study file states no claim.")
     rows = [
@@ -111,6 +111,9 @@ def _scales(study: Study, found: measured.Measured) -> str:
 
 
 def _table(out: Writer, study: Study, table: Table, found: measured.Measured) -> list[since.Agreement]:
+    if table.published_only:
+        _published_only(out, table)
+        return []
     pub = published.read_table(table)
     out.heading(2, f"Published beside measured: {table.name}")
     rows_kept = ", ".join(f"{k} {v}" for k, v in table.where)
@@ -159,6 +162,19 @@ def _table(out: Writer, study: Study, table: Table, found: measured.Measured) ->
         summary, (table.columns, "bench's tie groups, fastest first", "published order", "Kendall's τ-b")
     )
     return agreements
+
+
+def _published_only(out: Writer, table: Table) -> None:
+    """The table as the study printed it, with why bench has no figure beside it."""
+    header, rows = published.read_rows(table)
+    out.heading(2, f"Published only: {table.name}")
+    rows_kept = ", ".join(f"{k} {v}" for k, v in table.where)
+    out.para(
+        f"Published: {table.row}; {table.value} in {table.unit}{'; ' + rows_kept if rows_kept else ''}. "
+        f"Not measured here: {table.published_only}" + (f" {table.notes}" if table.notes else "")
+    )
+    shown = [k for k in header if k != published.NOTE or any(r[k] for r in rows)]
+    out.table([{k: r[k] or DASH for k in shown} for r in rows], shown)
 
 
 def _column(

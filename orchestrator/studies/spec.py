@@ -12,8 +12,12 @@ from pathlib import Path
 
 from orchestrator.config.matrix import Matrix
 
-# The claim kinds bench can evaluate (claims.py), and the one it records without evaluating.
-KINDS = ("fastest", "order", "ratio", "rises_with", "resource", "not_checkable")
+# The claim kinds bench can evaluate (claims.py; the bands and shapes in kinds.py), and the one it
+# records without evaluating.
+KINDS = (
+    "fastest", "order", "ratio", "rises_with", "resource", "similar", "spread", "rises_beyond",
+    "not_checkable",
+)  # fmt: skip
 # How a `fastest` claim gathers its columns: every column, the geometric mean over columns, or the
 # worst column (each framework's slowest).
 AGGREGATES = ("every", "average", "worst")
@@ -75,6 +79,12 @@ class Table:
     unknown: str = "refuse"  # a framework bench lacks: refuse, or carry it as "not run here"
     notes: str = ""
     line: int = 0
+    # A table bench has no figure for (its columns are not a setting, as GPU kernels are not): why,
+    # shown with the table's rows instead of a measured column beside them.
+    published_only: str = ""
+    # Why bench lacks each of the table's items it cannot run (gluon: "MXNet's own API, which ..."),
+    # added to the row's "bench has no framework gluon".
+    absent: tuple[tuple[str, str], ...] = ()
 
     @property
     def higher_is_faster(self) -> bool:
@@ -95,11 +105,11 @@ class Claim:
     columns: str | None = None
     where: tuple[tuple[str, object], ...] = ()
     metric: str = "seconds_per_image"
-    subjects: tuple[str, ...] = ()  # fastest: (who,); order: best first; ratio, resource: (a, b)
+    subjects: tuple[str, ...] = ()  # fastest: (who,); order: best first; ratio, resource, similar: (a, b)
     aggregates: tuple[str, ...] = ()  # fastest
-    threshold: float | None = None  # ratio
+    threshold: float | None = None  # ratio; similar, spread: within
     direction: str = ""  # ratio: above | below; resource: less | greater
-    axis: str | None = None  # rises_with
+    axis: str | None = None  # rises_with, rises_beyond
     reason: str = ""  # not_checkable
     epoch: int | None = None  # val_accuracy: the epoch read (else `at`)
     at: str = ""  # val_accuracy: every (each epoch a column of its own) or last
