@@ -91,7 +91,7 @@ def test_a_changed_claim_without_a_cause_says_so(tmp_path):
     closing = _closing(_report(tmp_path, ""))
     assert "tf-fastest: does not hold" in closing and "No cause recorded." in closing
     assert closing.count("No cause recorded.") == 1  # not beside the claim that holds
-    assert "What explains the changes" not in closing
+    assert "What explains them" not in closing
 
 
 def test_in_markdown_the_cause_links_into_the_docs_and_its_words_cannot(tmp_path):

@@ -67,6 +67,19 @@ def test_a_portable_export_holds_no_path_of_this_machine(exported, workdir):
     assert all(r["run"]["run_dir"].startswith("./bench-runs/") for r in runs)
 
 
+def test_a_portable_export_of_a_study_names_its_matrix_inside_the_checkout(cli, workdir):
+    """A study's sweep records its matrix by the checkout's absolute path (neither the working
+    folder nor home here): a portable document writes the checkout as `.`."""
+    tiny = Path(__file__).resolve().parent / "data" / "studies"
+    assert cli("study", "run", "tiny", "--studies", str(tiny)).exit_code == 0
+    assert cli("export", "--out", "study.json", "--portable").exit_code == 0
+    text = (workdir / "study.json").read_text()
+    checkout = str(Path(__file__).resolve().parent.parent)
+    assert checkout not in text
+    [sweep] = json.loads(text)["sweeps"]
+    assert sweep["sweep"]["matrix_path"] == "./tests/data/studies/tiny/tiny.yaml"
+
+
 def _broken(document: dict, how: str) -> dict:
     run = document["sweeps"][0]["runs"][0]
     if how == "unknown column":

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 import sqlalchemy as sa
 
+from orchestrator import shipped
 from orchestrator.cli.options import IdType, db_option, echo
 from orchestrator.errors import BenchError
 from orchestrator.storage import transfer
@@ -55,7 +56,10 @@ def export_command(sweep_ids: tuple[int, ...], out: Path, portable: bool, db_url
         ]
         if not ids:
             raise BenchError(f"{db.where}: no sweep to export")
-        document = transfer.export(db, ids, portable)
+        # A checkout's folder (it holds studies/, whose matrices a study's sweeps name) is written
+        # as `.`; an installed bench's parent folder is site-packages, no place of the user's.
+        checkout = shipped.CHECKOUT if (shipped.CHECKOUT / "studies").is_dir() else None
+        document = transfer.export(db, ids, portable, checkout)
         text = transfer.dumps(document)
     finally:
         db.close()

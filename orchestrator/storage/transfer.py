@@ -6,7 +6,8 @@ environment, epochs, phases, kernel classes and replicas. The profiler's raw sam
 (the timeline is the one view that needs them; `bench inspect` says they are absent). Row ids are
 not carried: an imported sweep and its runs get new ids, their links rebuilt from the document's
 nesting. With `portable`, the exporting machine's home folder and working folder in any text value
-become `~` and `.`, so a document can be committed without a machine's paths in it.
+become `~` and `.` (and bench's checkout, where the caller names it, `.` too: a study's matrix
+paths lie in it), so a document can be committed without a machine's paths in it.
 
 An import is outside input like a shared database's rows: the document is checked against the
 schema before anything is written (every table and column must be schema.sql's, every value of
@@ -47,9 +48,12 @@ class Imported:
 # --- export ---------------------------------------------------------------------------------------
 
 
-def export(db: Database, sweep_ids: Iterable[int], portable: bool = False) -> dict[str, Any]:
-    """The document for these sweeps (each must exist)."""
-    swap = _portable_paths() if portable else []
+def export(
+    db: Database, sweep_ids: Iterable[int], portable: bool = False, checkout: Path | None = None
+) -> dict[str, Any]:
+    """The document for these sweeps (each must exist); `checkout`: bench's own folder, which a
+    portable document writes as `.` like the working folder."""
+    swap = _portable_paths(checkout) if portable else []
     sweeps = []
     for sweep_id in sweep_ids:
         found = list(db.rows(sa.select(db.sweeps).where(db.sweeps.c.id == sweep_id)))
@@ -92,9 +96,11 @@ def _children(db: Database, name: str, run_id: int) -> Iterable[dict[str, Any]]:
     return db.rows(sa.select(table).where(table.c.run_id == run_id).order_by(*order))
 
 
-def _portable_paths() -> list[tuple[str, str]]:
+def _portable_paths(checkout: Path | None = None) -> list[tuple[str, str]]:
     """(prefix, replacement), the longer first: the working folder inside home becomes `.`."""
     pairs = [(str(Path.cwd()), "."), (str(Path.home()), "~")]
+    if checkout is not None:
+        pairs.append((str(checkout), "."))
     return sorted((p for p in pairs if p[0] not in ("", "/")), key=lambda p: -len(p[0]))
 
 

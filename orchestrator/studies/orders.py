@@ -12,11 +12,11 @@ the other's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from orchestrator.errors import StatsError
 from orchestrator.stats import ranking
-from orchestrator.studies import accuracy, measured, published
+from orchestrator.studies import accuracy, measured, published, since
 from orchestrator.studies.spec import Claim, Study, Table
 
 
@@ -29,10 +29,12 @@ class Lines(Protocol):
 
 
 DASH = "—"
+TAU = "tau"  # a row's τ-b as a number, beside the table's text (not a column)
 HEADINGS = ("epoch", "published order, best first", "bench's tie groups, best first", "n", "Kendall's τ-b")
 
 
-def table(out: Lines, study: Study, tab: Table, found: measured.Measured) -> None:
+def table(out: Lines, study: Study, tab: Table, found: measured.Measured) -> list[since.Agreement]:
+    """The table, and per epoch both sides have, τ-b between the orders (for the closing section)."""
     pub = published.read_table(tab)
     kept = [c for c in found.cells if all(measured.same(c.settings.get(k), v) for k, v in tab.measured)]
     out.heading(2, f"Published beside measured: {tab.name}")
@@ -63,9 +65,16 @@ def table(out: Lines, study: Study, tab: Table, found: measured.Measured) -> Non
     bench = _bench(kept, tab)
     if isinstance(bench, str):
         out.para(f"Not compared: {bench}.")
-        return
+        return []
     theirs = {int(column): pub.ranked(column) for column in pub.cells}
-    out.table(_rows(theirs, bench, _absent(bench, kept, found)), HEADINGS)
+    rows = _rows(theirs, bench, _absent(bench, kept, found))
+    out.table(rows, HEADINGS)
+    both = [r for r in rows if TAU in r]  # an epoch both sides have (and the "last" row: left out)
+    return [
+        since.Agreement(tab.name, tab.items, "epoch", r[HEADINGS[0]], r[TAU])
+        for r in both
+        if not r[HEADINGS[0]].startswith("last")
+    ]
 
 
 Epochs = dict[int, dict[str, list[float]]]
@@ -97,8 +106,8 @@ def _absent(bench: Epochs, kept: Sequence[measured.Cell], found: measured.Measur
     return "not run here: no validation accuracy recorded"
 
 
-def _rows(theirs: dict[int, dict[str, float]], bench: Epochs, absent: str) -> list[dict[str, str]]:
-    rows: list[dict[str, str]] = []
+def _rows(theirs: dict[int, dict[str, float]], bench: Epochs, absent: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     for epoch in sorted(set(theirs) | set(bench)):
         rows.append(_row(str(epoch), theirs.get(epoch), bench.get(epoch), absent))
     if theirs and bench and max(theirs) != max(bench):
@@ -109,8 +118,12 @@ def _rows(theirs: dict[int, dict[str, float]], bench: Epochs, absent: str) -> li
 
 def _row(
     label: str, ranked: dict[str, float] | None, runs: dict[str, list[float]] | None, absent: str
-) -> dict[str, str]:
-    row = {HEADINGS[0]: label, HEADINGS[1]: DASH, HEADINGS[2]: absent if runs is None else DASH}
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        HEADINGS[0]: label,
+        HEADINGS[1]: DASH,
+        HEADINGS[2]: absent if runs is None else DASH,
+    }
     row.update({HEADINGS[3]: "0", HEADINGS[4]: DASH})
     if ranked:  # published, each as a time: the lowest first
         row[HEADINGS[1]] = ", ".join(sorted(ranked, key=ranked.__getitem__))
@@ -127,17 +140,5 @@ def _row(
     row[HEADINGS[2]] = " → ".join("{" + ", ".join(g) + "}" if len(g) > 1 else g[0] for g in groups)
     row[HEADINGS[3]] = ", ".join(f"{k} {len(runs[k])}" for g in groups for k in g)
     if ranked:
-        row[HEADINGS[4]] = _tau(ranking.ranks(groups), ranked)
+        row[HEADINGS[4]], row[TAU] = since.tau_b(ranking.ranks(groups), ranked)
     return row
-
-
-def _tau(bench: dict[str, int], ranked: dict[str, float]) -> str:
-    common = sorted(set(bench) & set(ranked))
-    if len(common) < 2:
-        return DASH
-    ordered = sorted(ranked[k] for k in common)
-    theirs = {k: float(ordered.index(ranked[k]) + 1) for k in common}
-    try:
-        return f"{ranking.kendall_tau_b({k: float(bench[k]) for k in common}, theirs):.2f} over {len(common)}"
-    except StatsError as exc:  # every bench cell tied: τ-b is undefined, and the report says why
-        return f"{DASH} ({exc})"

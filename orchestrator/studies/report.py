@@ -60,7 +60,7 @@ def report(study: Study, found: measured.Measured, fmt: str = "text", footer: st
     agreements: list[since.Agreement] = []
     for table in study.tables:
         if table.unit in ACCURACY_UNITS:  # compared as orders only, never as levels
-            orders.table(out, study, table, found)
+            agreements += orders.table(out, study, table, found)
         else:
             agreements += _table(out, study, table, found)
     _ratios(out, study, found)
@@ -216,7 +216,7 @@ def _column(
         else:
             row.update({"bench ms/image": where.absent(item, g), "n": "0"})
         rows.append(row)
-    tau_text, tau = _tau(ranking.ranks(groups), ranked)
+    tau_text, tau = since.tau_b(ranking.ranks(groups), ranked)
     entry: dict[str, Any] = {
         "column": column,
         "bench's tie groups, fastest first": groups_text(groups) or DASH,
@@ -259,20 +259,6 @@ class Where:
         if cell is None:
             return "not run here: no runs of it in the study's sweeps"
         return f"not run here: {cell.why_empty('seconds_per_image')}"
-
-
-def _tau(bench: dict[str, int], ranked: dict[str, float]) -> tuple[str, float | None]:
-    """Kendall's τ-b between the two orders, as the table prints it and as a number (None: none)."""
-    common = sorted(set(bench) & set(ranked))
-    if len(common) < 2:
-        return DASH, None
-    ordered = sorted(ranked[k] for k in common)
-    theirs = {k: float(ordered.index(ranked[k]) + 1) for k in common}
-    try:
-        tau = ranking.kendall_tau_b({k: float(bench[k]) for k in common}, theirs)
-    except StatsError as exc:  # every bench cell tied: τ-b is undefined, and the report says why
-        return f"{DASH} ({exc})", None
-    return f"{tau:.2f} over {len(common)}", tau
 
 
 def _interval(centre: float, low: float | None, high: float | None, scale: float = 1.0) -> str:

@@ -29,6 +29,8 @@ from yaml.nodes import Node
 
 from orchestrator.config import matrix as matrix_loader
 from orchestrator.config.values import shown
+from orchestrator.errors import StatsError
+from orchestrator.stats import ranking
 from orchestrator.studies.spec import Cause
 
 if TYPE_CHECKING:
@@ -101,19 +103,25 @@ def section(
     out.para(
         f"Of the study's {len(verdicts)} claims, bench judged {len(judged)} on this database"
         + (f": {', '.join(counts)}" if counts else "")
-        + f"; {unchecked} {'is' if unchecked == 1 else 'are'} not checkable here (each says why above)."
+        + (
+            f"; {unchecked} {'is' if unchecked == 1 else 'are'} not checkable here (each says why above)"
+            if unchecked
+            else ""
+        )
+        + "."
     )
     out.items(_agreement(agreements))
     explained = {claim for cause in causes for claim in cause.claims}
     lines = []
     for v in sorted(judged, key=lambda v: ORDER.index(v.verdict) if v.verdict in ORDER else len(ORDER)):
         # One figure it rests on, its first (the rest are listed with the claim above).
-        figure = f" ({v.figures[0].split(', p=')[0]}; {len(v.figures)} figures above)" if v.figures else ""
+        n = len(v.figures)
+        figure = f" ({v.figures[0].split(', p=')[0]}; {n} figure{'s' if n > 1 else ''} above)" if n else ""
         changed = v.verdict in ("does not hold", "mixed") and v.claim.id not in explained
         lines.append(f"{v.claim.id}: {v.verdict}{figure}." + (" No cause recorded." if changed else ""))
     out.items(lines)
     if causes:
-        out.para("What explains the changes, as bench's traces and method show it:")
+        out.para("What explains them, as bench's traces and method show it:")
         out.items(
             [
                 out.safe(f"{', '.join(c.claims)}: {c.text}") + (f" See {out.link(c.see)}." if c.see else "")
@@ -148,3 +156,18 @@ def _agreement(agreements: Sequence[Agreement]) -> list[str]:
 
 def _tau(tau: float | None) -> str:
     return "—" if tau is None else f"{tau:.2f}"
+
+
+def tau_b(bench: dict[str, int], ranked: dict[str, float]) -> tuple[str, float | None]:
+    """Kendall's τ-b between bench's ranks and a published order (each figure as a time: lowest
+    first), over the items both have: as a table prints it, and as a number (None: undefined)."""
+    common = sorted(set(bench) & set(ranked))
+    if len(common) < 2:
+        return "—", None
+    ordered = sorted(ranked[k] for k in common)
+    theirs = {k: float(ordered.index(ranked[k]) + 1) for k in common}
+    try:
+        tau = ranking.kendall_tau_b({k: float(bench[k]) for k in common}, theirs)
+    except StatsError as exc:  # every bench cell tied: τ-b is undefined, and the table says why
+        return f"— ({exc})", None
+    return f"{tau:.2f} over {len(common)}", tau
