@@ -9,13 +9,15 @@ spaces dropped, spaces made ``-``; a heading repeated in a page gets ``-1``, ``-
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-# Folders of the checkout that hold no page of the project's (environments, caches, run output).
-SKIPPED = {".git", ".venv", "node_modules", "__pycache__", "bench-runs", "build", "dist", ".mypy_cache"}
+# Folders of the checkout that hold no page of the project's (environments, caches, run output);
+# hidden folders (.git, .venv, .pytest_cache, .gpu-check) are skipped as well.
+SKIPPED = {"node_modules", "__pycache__", "bench-runs", "build", "dist"}
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LINK = re.compile(r"(?<!\\)!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
@@ -33,10 +35,11 @@ class Link:
 def pages(root: Path) -> list[Path]:
     """Every markdown file of the checkout, outside the folders that are not the project's."""
     found = []
-    for path in sorted(root.rglob("*.md")):
-        if not SKIPPED & set(path.relative_to(root).parts[:-1]):
-            found.append(path)
-    return found
+    for folder, folders, files in os.walk(root):
+        # Pruned in place, so a virtual environment's thousands of folders are never entered.
+        folders[:] = [f for f in folders if not f.startswith(".") and f not in SKIPPED]
+        found += [Path(folder) / name for name in files if name.endswith(".md")]
+    return sorted(found)
 
 
 def outside_fences(text: str) -> Iterator[tuple[int, str]]:
