@@ -73,7 +73,9 @@ def parse(text: str) -> tuple[int, list[Table], list[str]]:
                 heading = _comment(line)
         elif table.columns and _open(table.columns[-1].declared):  # a declaration over several lines
             column = table.columns[-1]
-            column.declared = _closed(column.declared + " " + " ".join(line.partition("--")[0].split()))
+            code, _, comment = line.partition("--")
+            column.declared = _closed(column.declared + " " + " ".join(code.split()))
+            column.comment = " ".join((column.comment + " " + comment).split())
         elif stripped.startswith(_KEYWORDS):
             table.constraints.append(stripped.rstrip(","))
         elif stripped:
