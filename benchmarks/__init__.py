@@ -6,7 +6,7 @@ has a table per group.
     inside/      helpers run inside a framework environment by its interpreter (stdlib, Python 3.6)
     gpu/         the GPU verification (docs/gpu.md)
     frameworks/  framework investigations: one framework's operator or idiom, zoo parity
-    tools/       maintenance scripts that write into the tree (pins)
+    tools/       maintenance scripts that write into the tree (pins, the generated reference)
 
 This file and every group's ``__init__`` import nothing: inside/'s modules are imported by
 Singa's Python 3.6 through them.

@@ -100,7 +100,7 @@ def pytorch_python() -> Path:
 
 
 def pyenv_python36() -> Path | None:
-    """Python 3.6 from pyenv, as FACTS.md says these machines ship it (Singa needs it)."""
+    """Python 3.6 from pyenv, as the development machines ship it (Singa needs it)."""
     if os.environ.get("BENCH_PYTHON36"):
         return Path(os.environ["BENCH_PYTHON36"])
     pyenv = shutil.which("pyenv")

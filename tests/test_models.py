@@ -11,7 +11,7 @@ import pytest
 
 from workers import data, models
 
-# FACTS.md's measured reference counts (1000 classes at 224x224; small_cnn 10 classes at 32x32).
+# The reference counts docs/models.md lists (1000 classes at 224x224; small_cnn 10 classes at 32x32).
 REFERENCE = {
     "small_cnn": (10, 32, 3_441_592),
     "alexnet": (1000, 224, 61_100_840),

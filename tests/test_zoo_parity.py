@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 ZOO_FRAMEWORKS = ("tensorflow", "mxnet", "paddle", "pytorch")  # PyTorch's: Hugging Face's attention models
-# Reference counts (FACTS.md, torchvision's): ResNet50 v1.5 without conv biases, and Keras's with them.
+# Reference counts (docs/models.md, torchvision's): ResNet50 v1.5 without conv biases, and Keras's with them.
 RESNET50 = 25_557_032
 KERAS_RESNET50 = 25_583_592
 

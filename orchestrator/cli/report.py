@@ -53,7 +53,7 @@ from orchestrator.text.formats import FORMATS
     "seconds per epoch; batch: images/s and ms/image by batch size; accuracy: validation accuracy "
     "at epochs 5, 10, … by optimizer and lr; modes: ms/step, speed-up over the framework's eager fp32, "
     "compile seconds and time to target by execution mode and precision; resources: as --resources "
-    "(docs/results.md).",
+    "(docs/reports.md, The tables).",
 )
 @click.option(
     "--where",
