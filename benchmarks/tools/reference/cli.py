@@ -1,7 +1,10 @@
 """docs/reference/cli.md: every command of the `bench` click tree, its usage, help and options.
 
 Read from the tree itself (the group's commands, each command's params), so a command or an option
-added without this page regenerated fails tests/test_reference.py.
+added without this page regenerated fails tests/test_reference.py. Usage lines and option names are
+written here from the params' own attributes (their names, flags, types and choices), not through
+click's help formatter, whose rendering changes between click releases: the page then changes only
+when bench's commands do.
 """
 
 from __future__ import annotations
@@ -66,14 +69,46 @@ def default(param: click.Parameter) -> str:
     return text
 
 
+def value_word(param: click.Parameter) -> str:
+    """What an option's value is written as: its metavar, a choice's values, else its type's name."""
+    if isinstance(param, click.Option) and param.metavar:
+        return param.metavar
+    if isinstance(param.type, click.Choice):
+        return "[" + "|".join(str(c) for c in param.type.choices) + "]"
+    return param.type.name.upper()
+
+
+def option_name(param: click.Option) -> str:
+    """`--db TEXT`, `--resume`, `--calibrate / --no-calibrate`: the names and the value's word."""
+    names = ", ".join(param.opts)
+    if param.secondary_opts:
+        return f"{names} / {', '.join(param.secondary_opts)}"
+    if param.is_flag or param.count:
+        return names
+    return f"{names} {value_word(param)}"
+
+
+def usage(command: click.Command, ctx: click.Context) -> str:
+    """The command's usage line, from its path and params."""
+    words = [ctx.command_path]
+    if any(isinstance(p, click.Option) for p in command.get_params(ctx)):
+        words.append("[OPTIONS]")
+    for arg in command.get_params(ctx):
+        if isinstance(arg, click.Argument):
+            word = arg.metavar or (arg.name or "").upper()
+            word += "..." if arg.nargs == -1 else ""
+            words.append(word if arg.required else f"[{word}]")
+    if isinstance(command, click.Group):
+        words.append("COMMAND [ARGS]...")
+    return " ".join(words)
+
+
 def options(command: click.Command, ctx: click.Context) -> list[str]:
     rows = []
     for param in command.get_params(ctx):
         if not isinstance(param, click.Option) or param.hidden or param is command.get_help_option(ctx):
             continue  # every command has --help: the intro says so once
-        record = param.get_help_record(ctx)
-        name = record[0] if record else param.opts[0]
-        rows.append(f"| `{cell(name)}` | {cell(param.help or '')} | {cell(default(param))} |")
+        rows.append(f"| `{cell(option_name(param))}` | {cell(param.help or '')} | {cell(default(param))} |")
     if not rows:
         return []
     return ["| option | what it does | default |", "|---|---|---|", *rows, ""]
@@ -87,14 +122,15 @@ def arguments(command: click.Command, ctx: click.Context) -> list[str]:
     for arg in found:
         how = "one or more" if arg.nargs == -1 and arg.required else "any number" if arg.nargs == -1 else ""
         how = how or ("required" if arg.required else "optional")
-        words.append(f"`{arg.make_metavar(ctx)}` ({how})")
+        word = arg.metavar or (arg.name or "").upper()
+        words.append(f"`{word}{'...' if arg.nargs == -1 else ''}` ({how})")
     return ["Arguments: " + ", ".join(words) + ".", ""]
 
 
 def section(command: click.Command, ctx: click.Context) -> list[str]:
     path = ctx.command_path
     level = "#" * (2 + max(path.count(" ") - 1, 0))  # bench and its commands ##, a group's ###
-    lines = [f"{level} {path}", "", f"Usage: `{cell(command.get_usage(ctx).removeprefix('Usage: '))}`", ""]
+    lines = [f"{level} {path}", "", f"Usage: `{cell(usage(command, ctx))}`", ""]
     lines += prose(command.help or "")
     lines += arguments(command, ctx)
     lines += options(command, ctx)
