@@ -8,7 +8,8 @@ the runs' figures, corrected over the table by Holm, with B/A's bootstrap interv
 difference the runs could detect (stats/comparison.py); disturbed runs are left out and counted.
 Where a side ran once, the older rule on its timed epochs (`verdict` below), which cannot see how
 far apart processes land, and says so (docs/reports.md). Sweeps from two machines may be
-compared — that is one of the uses — and the report says so.
+compared — that is one of the uses — and the report says so. `side_by_side` is the table of any
+two sides so matched: compare_versions.py gives it two framework releases.
 """
 
 from __future__ import annotations

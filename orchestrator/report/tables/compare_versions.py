@@ -10,6 +10,9 @@ release's difference must not be a machine's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from orchestrator.config.values import cut
 from orchestrator.errors import BenchError
 from orchestrator.report.query.select import Selection, machine_labels, machine_note, node_machine_label
@@ -51,7 +54,7 @@ def compare_versions(db: Database, sel: Selection, a: Release, b: Release) -> Ta
     return table
 
 
-def _missing(cells: list[dict[str, object]], sides: tuple[Release, Release]) -> None:
+def _missing(cells: Sequence[dict[str, Any]], sides: tuple[Release, Release]) -> None:
     """Refuse, in one line, a release that no selected run recorded, naming those that were."""
     recorded = {c["framework_version"] for c in cells if isinstance(c["framework_version"], str)}
     for side in sides:

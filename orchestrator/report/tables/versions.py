@@ -138,10 +138,15 @@ def _steps(group: list[Row]) -> list[Row]:
     if len(group) == 1:
         group[0]["change"] = ONE_RELEASE
         return []
-    measured = [c for c in group if _measured(c)]
+    # An unrecorded release has no place in the order: its runs are shown, never a step's side.
+    measured = [c for c in group if _measured(c) and c["framework_version"] is not None]
     for cell in group[1:]:
-        if not _measured(cell):
+        if cell["framework_version"] is None:
+            cell["change"] = "release not recorded: no verdict"
+        elif not _measured(cell):
             cell["change"] = "fewer than 2 ok runs: no verdict"
+        else:  # until a step below says otherwise: the first release measured enough
+            cell["change"] = "no earlier release with 2 ok runs"
     place = {id(c): i for i, c in enumerate(group)}
     steps = list(zip(measured, measured[1:], strict=False))
     found = stats.compare_table([(a["run_figures"], b["run_figures"]) for a, b in steps], correction="holm")
