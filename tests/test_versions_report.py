@@ -35,6 +35,19 @@ CELLS: list[Cell] = [
 ]
 
 
+def _epochs(figures: Sequence[float]) -> dict[str, list[float] | int]:
+    """Each run's epochs as a real run records them: 10 steps of 8 images, its figure the median
+    epoch's, the fastest and slowest epoch 1 % either side."""
+    images = 10 * 8
+    return {
+        "steps_per_epoch": 10,
+        "timed_epochs": 3,
+        "median_epoch_seconds": [f * images for f in figures],
+        "min_epoch_seconds": [f * images * 0.99 for f in figures],
+        "max_epoch_seconds": [f * images * 1.01 for f in figures],
+    }
+
+
 def versioned_db(path: Path, cells: Sequence[Cell]) -> str:
     """write_db's database, each cell's runs with an environments row naming its release (None: no
     row, as a run that ended before its worker reported). One sweep: the same configuration's
@@ -46,7 +59,7 @@ def versioned_db(path: Path, cells: Sequence[Cell]) -> str:
     url = write_db(
         path,
         [
-            (settings, figures, {"run_index": [offset + i for i in range(len(figures))]})
+            (settings, figures, {"run_index": [offset + i for i in range(len(figures))], **_epochs(figures)})
             for (settings, _, figures), offset in zip(cells, offsets, strict=True)
         ],
     )
@@ -80,7 +93,7 @@ def test_releases_sort_as_pep_440_and_any_other_text_after_them():
     found = sorted(
         ["1.10.0", "r10", "1.9.1", None, "2.0.0", "r9", "2.0.0rc1", "0.4.30", "\x1b[31m"], key=release_key
     )
-    assert found == ["0.4.30", "1.9.1", "1.10.0", "2.0.0rc1", "2.0.0", "r9", "r10", "\x1b[31m", None]
+    assert found == ["0.4.30", "1.9.1", "1.10.0", "2.0.0rc1", "2.0.0", "\x1b[31m", "r9", "r10", None]
 
 
 def test_a_time_that_halves_is_a_change_and_noise_is_not(cli, tmp_path):
@@ -99,7 +112,7 @@ def test_a_time_that_halves_is_a_change_and_noise_is_not(cli, tmp_path):
     resnet = [r for r in rows if r["model"] == "resnet50"]
     assert [r["changed"] for r in resnet] == [None, False]
     text = report(cli, db, "--table", "versions").output
-    assert "changed: mxnet alexnet at 1.9.1 (from 1.8.0): faster ×0.50 [" in text
+    assert "changed: mxnet alexnet cpu graph (default) at 1.9.1 (from 1.8.0): faster ×0.50 [" in text
     assert "changed: mxnet resnet50" not in text
     assert "Holm-corrected over the configuration's steps" in text
 

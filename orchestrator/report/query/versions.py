@@ -21,7 +21,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from orchestrator.config.filters import parse_id
-from orchestrator.config.run_config import FIELD_NAMES
+from orchestrator.config.run_config import FIELD_NAMES, NOT_IDENTITY
 from orchestrator.config.values import cut
 from orchestrator.errors import ConfigError
 from orchestrator.report.query.select import Selection, summary, summary_query
@@ -30,7 +30,8 @@ from orchestrator.storage.db import Database
 Row = dict[str, Any]
 # The matrix's version setting (where bench has one) names what was asked; the release is what ran.
 VERSION_SETTING = "version"
-SETTINGS = tuple(f for f in FIELD_NAMES if f != VERSION_SETTING)
+# What a configuration is, as its config hash says, less the version: how often it runs is not.
+SETTINGS = tuple(f for f in FIELD_NAMES if f != VERSION_SETTING and f not in NOT_IDENTITY)
 UNRECORDED = "unrecorded"
 VERSION_LIMIT = 40  # characters of a recorded version shown in a table; CSV and JSON keep it whole
 PREFIX = "version:"

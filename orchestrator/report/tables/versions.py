@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.config import samples
+from orchestrator.config.run_config import NOT_IDENTITY
 from orchestrator.report.query.select import (
     DISTURBANCE_KEYS,
     Selection,
@@ -84,7 +85,7 @@ def versions(db: Database, sel: Selection) -> Table:
     used = {fp: label for fp, label in labels.items() if any(c["fingerprint"] == fp for c in cells)}
     note = machine_note(used)
     table = new_table("versions", TITLE, sel, used, [note] if note else [])
-    keys = keys_of(cells, ("framework", "model", "device"), (VERSION_SETTING,))
+    keys = keys_of(cells, ("framework", "model", "device"), (VERSION_SETTING, *NOT_IDENTITY))
     groups = by_configuration(cells)
     groups.sort(key=lambda g: sort_key(g[0], sorting(keys)))
     changes = [_steps(g) for g in groups]
