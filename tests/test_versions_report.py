@@ -205,3 +205,11 @@ def test_a_bad_side_is_one_line(text):
 def test_a_side_reads_a_sweep_id_or_a_release():
     assert parse_side("3") == 3
     assert parse_side("version:0.4.30") == Release("0.4.30")
+
+
+def test_releases_that_ran_different_numbers_of_runs_are_one_configuration(cli, tmp_path):
+    # `runs` is not part of a configuration's identity (its hash), nor is the count of its runs.
+    cells: list[Cell] = [({**ALEXNET, "runs": 5}, "1.8.0", SLOW), ({**ALEXNET, "runs": 4}, "1.9.1", FAST[:4])]
+    rows = rows_of(cli, versioned_db(tmp_path / "v.db", cells))
+    assert [(r["framework_version"], r["releases"]) for r in rows] == [("1.8.0", 2), ("1.9.1", 2)]
+    assert rows[1]["changed"] is True and rows[1]["change"].startswith("faster ×0.50")
