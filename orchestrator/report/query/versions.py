@@ -43,11 +43,18 @@ def release_key(version: str | None) -> tuple[Any, ...]:
         return (2,)
     try:
         return (0, Version(version))
-    except InvalidVersion:
-        # Numbers compared as numbers ("r10" after "r9"), text as text; each piece tagged so that a
-        # number and a word at one place compare by tag, never as int against str.
-        pieces = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.findall(r"\d+|\D+", version))
-        return (1, pieces, version)
+    except (InvalidVersion, ValueError):  # ValueError: a number past Python's int() digit limit
+        return (1, tuple(_piece(p) for p in re.findall(r"\d+|\D+", version)), version)
+
+
+def _piece(text: str) -> tuple[int, int, str]:
+    """Numbers compared as numbers ("r10" after "r9") by their length and digits, never through
+    int() (a hostile row's 10,000 digits would raise); text as text; tagged so that a number and a
+    word at one place compare by tag, never as a number against text."""
+    if text.isascii() and text.isdigit():
+        digits = text.lstrip("0") or "0"
+        return (0, len(digits), digits)
+    return (1, 0, text)
 
 
 def release_text(version: str | None) -> str:
