@@ -193,9 +193,9 @@ def _notes(groups: list[list[Row]], changes: list[list[Row]], keys: Sequence[str
     for changed in changes:
         for cell in changed:
             before = release_text(cell["previous_version"])
-            notes.append(
-                f"changed: {_name(cell, keys)} at {cell['release']} (from {before}): {cell['change']}"
-            )
+            way = "slower" if cell["change_ratio"] > 1 else "faster"
+            where = f"{_name(cell, keys)} at {cell['release']} (from {before})"
+            notes.append(f"changed: {where}: {way} {_ratio_text(cell)}")
     single = len(groups) - len(several)
     if single:
         notes.append(
