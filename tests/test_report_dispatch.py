@@ -9,6 +9,7 @@ import pytest
 
 from orchestrator.errors import ConfigError
 from orchestrator.report.dispatch import BUILDERS, REPORTS, TABLES, Options, check, choose
+from orchestrator.report.query.versions import Release
 
 KERNELS = "--kernels is a report of its own: it combines only with --sweep, --where and --format"
 HTML = "--html writes the whole page (tables, plots, crash list): leave out --crashes, --resources, "
@@ -17,6 +18,9 @@ GROUP_BY = "--group-by only applies with --resources (--table resources)"
 RESOURCES = "--resources is --table resources: it does not combine with --table"
 CRASHES = "--crashes lists failed runs: it does not combine with --table"
 BOTH = "--crashes and --resources are two different reports: choose one"
+RELEASES = (Release("1.8.0"), Release("1.9.1"))
+MIXED = "--compare takes two sweeps (3 5) or two releases (version:2.4.1 version:2.5.0), not one of each"
+COMPARE_VERSIONS = "--compare version:A version:B reads --sweep (default: all), --where and --format"
 
 
 @pytest.mark.parametrize(
@@ -28,6 +32,8 @@ BOTH = "--crashes and --resources are two different reports: choose one"
         (Options(table="resources", fmt="csv"), "resources"),
         (Options(table="batch", sweeps=("all",), where="device=cpu"), "batch"),
         (Options(compare=(1, 2), fmt="json", where="model=alexnet"), "compare"),
+        (Options(compare=RELEASES, fmt="csv", sweeps=("3,5",), where="framework=jax"), "compare_versions"),
+        (Options(table="versions", sweeps=("all",)), "versions"),
         (Options(kernels=True, sweeps=("3,5",), fmt="markdown"), "kernels"),
         (Options(html_dir="site", timeline_config="batch_size=8", sweeps=("3",)), "html"),
     ],
@@ -65,6 +71,10 @@ def test_the_report_the_options_ask_for(options, report):
         (Options(compare=(1, 2), table="batch", crashes=True), CRASHES),
         (Options(compare=(1, 2), group_by="framework"), GROUP_BY),
         (Options(kernels=True, group_by="framework", table="batch"), KERNELS),
+        (Options(compare=(1, Release("1.9.1"))), MIXED),
+        (Options(compare=(Release("1.9.1"), 2), sweeps=("3",)), MIXED),
+        (Options(compare=RELEASES, table="versions"), COMPARE_VERSIONS),
+        (Options(compare=RELEASES, crashes=True), COMPARE_VERSIONS),
     ],
 )
 def test_each_clash_is_its_own_message(options, message):
@@ -91,6 +101,7 @@ def test_every_table_is_a_report():
             f"error: {RESOURCES} inference",
         ),
         (("--kernels", "--compare", "1", "2"), f"error: {KERNELS}"),
+        (("--compare", "3", "version:1.9.1"), f"error: {MIXED}"),
     ],
 )
 def test_the_cli_refuses_a_clash_in_one_line_before_opening_the_database(workdir, cli, args, message):

@@ -410,3 +410,26 @@ def test_batch_and_accuracy_tables_on_real_pytorch_runs(tmp_path, pytorch_python
     conn.close()
     text = bench(db, "report", "--table", "accuracy").output
     assert "epoch 5 val acc" in text and "adam" in text and "0.001" in text
+
+
+def test_the_versions_table_and_compare_read_the_release_each_run_recorded(db):
+    # The fault worker records "fault" as its version; sweep 2 is made to record another release
+    # for the length of the test, as a sweep after `bench env use` would.
+    ok = [r for r in records(db, "--table", "versions", "--sweep", "1,2") if r["outcome"] == "ok"]
+    assert ok and {r["framework_version"] for r in ok} == {"fault"} and {r["releases"] for r in ok} == {1}
+    assert {r["change"] for r in ok} == {"one release only"}
+    in_sweep_2 = "run_id IN (SELECT id FROM runs WHERE sweep_id = 2)"
+    moved = f"UPDATE environments SET framework_version = :v WHERE {in_sweep_2}"
+    dbs.execute(db, moved, v="fault 2")
+    try:
+        rows = records(db, "--table", "versions", "--sweep", "1,2")
+        ok = [r for r in rows if r["outcome"] == "ok"]
+        assert [r["framework_version"] for r in ok[:2]] == ["fault", "fault 2"]  # a configuration's releases
+        assert {r["releases"] for r in ok} == {2}
+        pairs = records(db, "--compare", "version:fault", "version:fault 2", "--sweep", "1,2")
+        # Every configuration that recorded both releases is one pair (those that failed too).
+        recorded = {r["config_hash"] for r in rows if r["framework_version"] is not None}
+        assert len(pairs) == len(recorded) and all(r["a_runs"] and r["b_runs"] for r in pairs)
+        assert {r["verdict"] for r in pairs if r["a_outcome"] != "ok"} <= {"both crash", "both unsupported"}
+    finally:
+        dbs.execute(db, moved, v="fault")

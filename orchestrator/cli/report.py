@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -14,11 +15,23 @@ from orchestrator.cli.options import (
 )
 from orchestrator.report import dispatch
 from orchestrator.report.postmortem import inspect as postmortem
+from orchestrator.report.query.versions import Release, parse_side
 
 # The module as timeline_report: `timeline` is the command below.
 from orchestrator.report.tables import timeline as timeline_report
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import FORMATS
+
+
+class CompareSide(click.ParamType):
+    """A side of --compare: a sweep id, or version:V (a framework release the runs recorded)."""
+
+    name = "side"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | Release:
+        if isinstance(value, int | Release) and not isinstance(value, bool):
+            return value  # a caller's own
+        return parse_side(value if isinstance(value, str) else "a non-text value")
 
 
 @click.command()
@@ -52,8 +65,9 @@ from orchestrator.text.formats import FORMATS
     help="results: one row per configuration; comparison: framework rows, model × device columns, "
     "seconds per epoch; batch: images/s and ms/image by batch size; accuracy: validation accuracy "
     "at epochs 5, 10, … by optimizer and lr; modes: ms/step, speed-up over the framework's eager fp32, "
-    "compile seconds and time to target by execution mode and precision; resources: as --resources "
-    "(docs/reports.md, The tables).",
+    "compile seconds and time to target by execution mode and precision; versions: ms/image per "
+    "framework release the runs recorded, and the releases where it changed beyond the noise; "
+    "resources: as --resources (docs/reports.md, The tables).",
 )
 @click.option(
     "--where",
@@ -72,11 +86,12 @@ from orchestrator.text.formats import FORMATS
 @click.option(
     "--compare",
     nargs=2,
-    type=IdType("--compare"),
+    type=CompareSide(),
     default=None,
     metavar="SWEEP_A SWEEP_B",
     help="Per configuration in both sweeps: epoch seconds and peak RSS of each, B/A, and "
-    "faster/slower where the difference exceeds the noise.",
+    "faster/slower where the difference exceeds the noise. Two releases of a framework as its "
+    "runs recorded them: --compare version:0.4.30 version:0.4.35 (reads --sweep, default all).",
 )
 @click.option(
     "--html",
@@ -109,7 +124,7 @@ def report(
     table: str,
     where: str | None,
     sweeps: tuple[str, ...],
-    compare: tuple[int, int] | None,
+    compare: tuple[int | Release, int | Release] | None,
     html_dir: str | None,
     timeline_config: str | None,
     kernels: bool,
@@ -130,6 +145,8 @@ def report(
       bench report --table accuracy --sweep 3,5
       bench report --table modes --format markdown
       bench report --compare 3 5
+      bench report --compare version:0.4.30 version:0.4.35 --where framework=jax
+      bench report --table versions --sweep all
       bench report --html report/ --sweep 3
       bench report --kernels --where framework=pytorch,framework=tensorflow
     """

@@ -9,7 +9,8 @@ Arranged by what a reader looks for; each group is a sub-package whose map names
     notes/         the notes under a table: the comparison's footnotes and fairness rules, the
                    calibrations, device memory, what one "image" is for a token model
     tables/        one module per table or option (results, comparison, accuracy, batch, inference,
-                   modes, scaling, resources, kernels, compare, timeline), over base.py's shared pieces
+                   modes, scaling, versions, resources, kernels, compare, timeline), over base.py's
+                   shared pieces
     postmortem/    what went wrong: `--crashes` and `bench inspect RUN`
     html/          `--html DIR`: the page, the figures it shows and plots.py that draws them
 

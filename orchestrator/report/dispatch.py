@@ -6,7 +6,8 @@ ConfigError: the CLI makes it one line and exit status 1). The CLI (cli/report.p
 the options and prints what `report` returns.
 
 The results, crash and resources reports read one sweep; the research's tables, --kernels and
---html read any number; --compare reads exactly the two it names.
+--html read any number; --compare A B reads exactly the two sweeps it names, and --compare
+version:A version:B the runs of two framework releases in any number (all by default).
 """
 
 from __future__ import annotations
@@ -19,18 +20,31 @@ from orchestrator.errors import ConfigError
 from orchestrator.report.notes import calibration
 from orchestrator.report.postmortem.crashes import crashes
 from orchestrator.report.query.select import ALL, Selection, parse_sweeps, parse_where, selection
+from orchestrator.report.query.versions import Release
 from orchestrator.report.tables import kernels, resources, results
 from orchestrator.report.tables.accuracy import accuracy
 from orchestrator.report.tables.base import Table, render_table
 from orchestrator.report.tables.batch import batch
 from orchestrator.report.tables.compare import compare as compare_sweeps
+from orchestrator.report.tables.compare_versions import compare_versions
 from orchestrator.report.tables.comparison import comparison
 from orchestrator.report.tables.inference import inference
 from orchestrator.report.tables.modes import modes
 from orchestrator.report.tables.scaling import scaling
+from orchestrator.report.tables.versions import versions
 from orchestrator.storage.db import Database
 
-TABLES = ("results", "comparison", "batch", "inference", "accuracy", "modes", "scaling", "resources")
+TABLES = (
+    "results",
+    "comparison",
+    "batch",
+    "inference",
+    "accuracy",
+    "modes",
+    "scaling",
+    "versions",
+    "resources",
+)
 # The research's tables (--table NAME): any number of sweeps, pooled per configuration and machine.
 BUILDERS: dict[str, Callable[[Database, Selection], Table]] = {
     "comparison": comparison,
@@ -39,6 +53,7 @@ BUILDERS: dict[str, Callable[[Database, Selection], Table]] = {
     "accuracy": accuracy,
     "modes": modes,
     "scaling": scaling,
+    "versions": versions,
 }
 
 
@@ -53,7 +68,7 @@ class Options:
     crashes: bool = False
     resources: bool = False
     group_by: str | None = None
-    compare: tuple[int, int] | None = None
+    compare: tuple[int | Release, int | Release] | None = None
     html_dir: str | None = None
     timeline_config: str | None = None
     kernels: bool = False
@@ -107,7 +122,18 @@ def _research_table(db: Database, o: Options, _: int | None) -> str:
 
 def _compare(db: Database, o: Options, _: int | None) -> str:
     assert o.compare is not None  # choose() picks this report only then
-    table = compare_sweeps(db, o.compare[0], o.compare[1], parse_where(o.where))
+    a, b = o.compare
+    assert isinstance(a, int) and isinstance(b, int)  # CLASHES refuse a sweep against a release
+    table = compare_sweeps(db, a, b, parse_where(o.where))
+    return render_table(_calibrated(db, table), o.fmt)
+
+
+def _compare_versions(db: Database, o: Options, _: int | None) -> str:
+    assert o.compare is not None
+    a, b = o.compare
+    assert isinstance(a, Release) and isinstance(b, Release)
+    # A release's runs are wherever they were made: every sweep unless --sweep names some.
+    table = compare_versions(db, selection(db, o.sweeps or (ALL,), o.where), a, b)
     return render_table(_calibrated(db, table), o.fmt)
 
 
@@ -131,6 +157,7 @@ REPORTS: dict[str, Report] = {
     "kernels": Report(_takes("kernels", "fmt", "timeline_config"), _kernels),
     "html": Report(_takes("html_dir", "timeline_config"), _html),
     "compare": Report(frozenset(("compare", "where", "fmt")), _compare),
+    "compare_versions": Report(_takes("compare", "fmt"), _compare_versions),
     "resources": Report(_takes("resources", "table", "group_by", "fmt"), _resources, "--resources"),
     **{name: Report(_takes("table", "fmt"), _research_table) for name in BUILDERS},
     "crashes": Report(_takes("crashes", "fmt"), _crashes, "--crashes"),
@@ -146,7 +173,7 @@ def choose(o: Options) -> str:
     if o.html_dir is not None or o.timeline_config is not None:
         return "html"
     if o.compare:
-        return "compare"
+        return "compare_versions" if isinstance(o.compare[0], Release) else "compare"
     if o.table_asked != "results":
         return o.table_asked
     return "crashes" if o.crashes else "results"
@@ -195,8 +222,17 @@ CLASHES: tuple[Clash, ...] = (
         "--group-by only applies with --resources (--table resources)",
     ),
     Clash(
+        lambda o, r: o.compare is not None and len({type(side) for side in o.compare}) > 1,
+        "--compare takes two sweeps (3 5) or two releases (version:2.4.1 version:2.5.0), not one of each",
+    ),
+    Clash(
         lambda o, r: r == "compare" and bool(refused(o, r)),
         "--compare A B names its two sweeps: leave out --sweep, --table and --crashes",
+    ),
+    Clash(
+        lambda o, r: r == "compare_versions" and bool(refused(o, r)),
+        "--compare version:A version:B reads --sweep (default: all), --where and --format: leave out "
+        "--table and --crashes",
     ),
 )
 

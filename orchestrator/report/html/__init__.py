@@ -5,6 +5,7 @@
     figures_runs.py     single runs and outcomes: timelines, the crash map, `bench inspect --plot`
     figures_modes.py    step time by execution mode and precision (tables/modes.py's cells)
     figures_scaling.py  images/s and efficiency against replicas (tables/scaling.py's cells)
+    figures_versions.py ms/image against framework releases (tables/versions.py's cells)
     plots.py            draws them: plain rows in, PNG bytes out (matplotlib)
 
 May import: query, notes, tables, postmortem (report/__init__.py's GROUPS). Within report/ only

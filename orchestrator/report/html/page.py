@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from orchestrator import __version__
 from orchestrator.config import matrix, samples
-from orchestrator.report.html import figures, figures_modes, figures_runs, figures_scaling
+from orchestrator.report.html import figures, figures_modes, figures_runs, figures_scaling, figures_versions
 from orchestrator.report.html.figures import Row, Section
 from orchestrator.report.html.figures_runs import Matcher
 from orchestrator.report.notes import calibration
@@ -244,10 +244,12 @@ def build(db: Database, sel: Selection, timeline_config: str | None) -> tuple[st
     comparison = Section("comparison", "Comparison table", COMPARISON, empty=None if runs else "No runs.")
     modes = figures_modes.modes_section(db, sel)  # only where more than one mode or precision ran
     scaled = figures_scaling.scaling_section(db, sel)  # only where more than one replica count ran
+    releases = figures_versions.versions_section(db, sel)  # only where a framework ran two releases
     plotted = [
         figures.batch_section(runs),
         *([modes] if modes else []),
         *([scaled] if scaled else []),
+        *([releases] if releases else []),
         figures.accuracy_section(db, runs),
         figures_runs.timeline_section(db, runs, wanted, how),
         figures_runs.crash_map_section(runs),

@@ -212,10 +212,19 @@ def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
     the spread is min–max over every timed epoch of those runs. Runs arrive ordered by group, so
     only one group's runs are held at a time.
     """
+    groups = itertools.groupby(
+        db.rows(summary_query(db, sel)), key=lambda row: tuple(row[k] for k in GROUP_KEYS)
+    )
+    return [summary(list(runs)) for _, runs in groups]
+
+
+def summary_query(db: Database, sel: Selection, *extra: Any) -> Any:
+    """The selected runs with what `summary` reads (their machine, settings, what ran, figures) and
+    the `extra` columns, ordered by group then run (a caller joins the table `extra` reads)."""
     r, s = db.runs, db.sweeps
     fields = [setting_column(r, name).label(name) for name in FIELD_NAMES]
     machine, mode, precision = run_machine(db), execution.ran_mode(db), execution.ran_precision(db)
-    query = (
+    return (
         sa.select(
             machine.label("machine"),
             r.c.config_hash,
@@ -223,16 +232,16 @@ def summaries(db: Database, sel: Selection) -> list[dict[str, Any]]:
             precision.label("ran_precision"),
             *fields,
             *(r.c[k] for k in RUN_METRICS),
+            *extra,
         )
         .join(s, s.c.id == r.c.sweep_id)
         .where(r.c.id.in_(latest_ids(db, sel)))
         .order_by(machine, r.c.config_hash, mode, precision, r.c.id)
     )
-    groups = itertools.groupby(db.rows(query), key=lambda row: tuple(row[k] for k in GROUP_KEYS))
-    return [_summary(list(runs)) for _, runs in groups]
 
 
-def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One cell from its runs (in run order): the last run's settings, the outcomes, pooled figures."""
     # A failed run's timing and memory describe how it failed, not the configuration: left out.
     ok = [r for r in runs if r["outcome"] == "ok"]
     row = {k: runs[-1][k] for k in SUMMARY_FIELDS}

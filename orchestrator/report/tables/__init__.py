@@ -9,9 +9,11 @@
     inference.py   --table inference: seconds per 1,000 images
     modes.py       --table modes: framework × model × execution mode × precision
     scaling.py     --table scaling: data-parallel runs against their number of replicas
+    versions.py    --table versions: a configuration per framework release, and where it changed
     resources.py   --resources (--table resources): the profiler's summary and comparisons
     kernels.py     --kernels: where traced runs' time went, by kernel class
     compare.py     --compare A B: two sweeps side by side, with a verdict per pair
+    compare_versions.py  --compare version:A version:B: two releases side by side, as two sweeps
     timeline.py    one run's samples: `bench timeline`, and the resources part of `bench inspect`
 
 May import: query, notes (report/__init__.py's GROUPS).

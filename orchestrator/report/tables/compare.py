@@ -8,11 +8,13 @@ the runs' figures, corrected over the table by Holm, with B/A's bootstrap interv
 difference the runs could detect (stats/comparison.py); disturbed runs are left out and counted.
 Where a side ran once, the older rule on its timed epochs (`verdict` below), which cannot see how
 far apart processes land, and says so (docs/reports.md). Sweeps from two machines may be
-compared — that is one of the uses — and the report says so.
+compared — that is one of the uses — and the report says so. `side_by_side` is the table of any
+two sides so matched: compare_versions.py gives it two framework releases.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.config import samples
@@ -96,7 +98,10 @@ def pair(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
     """One configuration's row: its settings, both sides' numbers (a_…, b_…), ratios and verdict."""
     both = a or b
     assert both is not None
-    row = {k: both[k] for k in ("config_hash", "ran_mode", "ran_precision", *LABELS.values(), *FIELD_NAMES)}
+    row = {
+        k: both[k]
+        for k in ("machine", "config_hash", "ran_mode", "ran_precision", *LABELS.values(), *FIELD_NAMES)
+    }
     for side, summary in (("a", a), ("b", b)):
         row[side] = summary
         for k in SIDE_KEYS:
@@ -128,24 +133,47 @@ def compare(db: Database, sweep_a: int, sweep_b: int, where: dict[str, frozenset
     # or precision (a default that changed between the sweeps) are two rows, never one pair.
     a_side = {_match(r): r for r in summaries(db, Selection((sweeps[sweep_a],), where))}
     b_side = {_match(r): r for r in summaries(db, Selection((sweeps[sweep_b],), where))}
+    title = f"sweep {sweep_a} (A) against sweep {sweep_b} (B): ratios are B/A, above 1 means B took longer"
+    table = side_by_side(a_side, b_side, title)
+    table.sweeps = (sweeps[sweep_a], sweeps[sweep_b])
+    labels = machine_labels([sweeps[sweep_a], sweeps[sweep_b]])
+    table.machines = {label: fp for fp, label in labels.items()}
+    a, b = sweeps[sweep_a], sweeps[sweep_b]
+    if a["machine"] != b["machine"]:  # first: every figure below compares the machines too
+        table.notes.insert(
+            0,
+            f"note: the two sweeps ran on different machines (A on {labels[a['machine']]}, B on "
+            f"{labels[b['machine']]}; the fingerprint covers the CPU model and its kernel-choosing "
+            "features): the ratios compare the machines too",
+        )
+    return table
+
+
+def side_by_side(
+    a_side: dict[Any, dict[str, Any]],
+    b_side: dict[Any, dict[str, Any]],
+    title: str,
+    lead: Sequence[str] = (),
+    skip: Sequence[str] = (),
+) -> Table:
+    """The table of two sides' cells, each side by what matches a cell to its pair: the pairs in
+    the order of the settings, a verdict each (on runs where both sides ran twice or more). `lead`:
+    keys shown first (a machine label); `skip`: settings never shown as columns."""
     for summary in (*a_side.values(), *b_side.values()):
         throughput(summary)  # the images per epoch and the samples mark
         label_execution(summary)
-    hashes = list(a_side) + [h for h in b_side if h not in a_side]
-    rows = [pair(a_side.get(h), b_side.get(h)) for h in hashes]
+    matches = list(a_side) + [h for h in b_side if h not in a_side]
+    rows = [pair(a_side.get(h), b_side.get(h)) for h in matches]
     on_runs = _on_runs(rows)
-    keys = ["framework", "model", "device"]
+    keys = [*lead, "framework", "model", "device"]
     keys += [label for label in LABELS.values() if len({r[label] for r in rows}) > 1]
-    keys += [f for f in varying(rows) if f not in keys and f not in LABELS]
+    keys += [f for f in varying(rows, skip) if f not in keys and f not in LABELS]
     rows.sort(key=lambda r: sort_key(r, keys))
-    labels = machine_labels([sweeps[sweep_a], sweeps[sweep_b]])
-    title = f"sweep {sweep_a} (A) against sweep {sweep_b} (B): ratios are B/A, above 1 means B took longer"
-    table = Table("compare", title, rows=rows, sweeps=(sweeps[sweep_a], sweeps[sweep_b]))
-    table.machines = {label: fp for fp, label in labels.items()}
+    table = Table("compare", title, rows=rows)
     table.columns = key_columns(keys) + COLUMNS + (RUNS_COLUMNS if on_runs else [])
     table.record_keys = [*keys, "config_hash", "ran_mode", "ran_precision", *RECORD_KEYS]
     table.records = [{k: r.get(k) for k in table.record_keys} for r in rows]
-    table.notes = _notes(rows, sweeps[sweep_a], sweeps[sweep_b], labels)
+    table.notes = _notes(rows)
     if len(on_runs) == len(rows):  # every verdict is on runs: the epochs' rule decided none
         table.notes.remove(RULE)
     table.notes += _runs_notes(rows, on_runs)
@@ -290,21 +318,12 @@ def _advice_notes(rows: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def _notes(
-    rows: list[dict[str, Any]], a: dict[str, Any], b: dict[str, Any], labels: dict[str, str]
-) -> list[str]:
+def _notes(rows: list[dict[str, Any]]) -> list[str]:
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no configurations"
-    notes = []
-    if a["machine"] != b["machine"]:  # first: every figure below compares the machines too
-        notes.append(
-            f"note: the two sweeps ran on different machines (A on {labels[a['machine']]}, B on "
-            f"{labels[b['machine']]}; the fingerprint covers the CPU model and its kernel-choosing "
-            "features): the ratios compare the machines too"
-        )
-    notes += [f"{len(rows)} configurations: {summary}", RULE]
+    notes = [f"{len(rows)} configurations: {summary}", RULE]
     notes += _advice_notes(rows)
     notes += _disturbed_notes(rows)
     return notes
