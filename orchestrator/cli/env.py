@@ -322,8 +322,9 @@ def _list_row(status: envs.EnvStatus) -> dict[str, Any]:
 )
 @env_dir_option
 def env_remove(framework: str, version: str | None, env_dir: str | None) -> None:
-    """Delete an environment bench made, and say how much space that freed. An interpreter
-    registered with `bench env use` is not bench's to delete: `bench env forget` stops using it.
+    """Delete FRAMEWORK's environment that bench made (of the release --version names), and say how
+    much space that freed. An interpreter registered with `bench env use` is not bench's to
+    delete: `bench env forget` stops using it.
 
     \b
     Examples:
