@@ -23,7 +23,7 @@ from orchestrator.provision import env_build, envs
 from workers import releases
 
 OLD_JAX = "0.4.30"  # envs/jax@0.4.30.txt
-TOO_OLD_JAX = "0.4.20"  # below what the JAX adapter serves
+TOO_OLD_JAX = "0.4.13"  # below what the JAX adapter serves (its attention models fail)
 NO_PIN_JAX = "0.5.0"  # served by the adapter, but nobody has resolved its pins
 
 

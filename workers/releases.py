@@ -63,12 +63,14 @@ SUPPORT = {
         "Singa's only release on the registry is 3.0.0.dev1 (a Python 3.6 wheel); the adapter mends "
         "that binding (workers/adapters/singa/binding.py), and older releases have no wheel to try"),
     "jax": Support(
-        "0.4.30", None,
+        "0.4.26", None,
         (("0.4.31", "jax.nn.dot_product_attention exists (BENCH_JAX_ATTENTION=jax.nn); before it "
                     "that switch is unsupported, and Flax's own attention, the default, runs on both"),),
-        "releases before 0.4.30 were not tried here: they need older Flax and Optax pins (flax 0.8.5 "
-        "requires jax 0.4.27 or later), and the adapter's step, compiled ahead of time with "
-        "jax.jit(...).lower(...).compile() on sharded ShapeDtypeStruct arguments, is unchecked there"),
+        "0.4.13 (the oldest jaxlib with a Python 3.11 wheel) trained small_cnn and the GRU here, with "
+        "flax 0.7.4 and numpy 1.26, scipy 1.12, ml_dtypes 0.2, tensorstore 0.1.45, but flax 0.7.4's "
+        "MultiHeadDotProductAttention needs inputs_kv, so the attention models fail; serving it would "
+        "take passing inputs_kv in workers/adapters/jax/attention.py and a pin set of those numpy 1 "
+        "releases"),
 }
 
 
