@@ -93,6 +93,14 @@ def test_a_served_release_without_a_pin_set_is_refused_before_anything_runs(cli,
     assert not (workdir / "bench.db").exists() and not (workdir / "bench-runs").exists()
 
 
+def test_bench_train_refuses_a_release_without_a_pin_set_too(cli, workdir):
+    result = cli("train", "--framework", "jax", "--version", NO_PIN_JAX)
+    assert result.exit_code != 0
+    (line,) = result.output.strip().splitlines()
+    assert f"--version: jax {NO_PIN_JAX} has no pin set" in line
+    assert not (workdir / "bench.db").exists()
+
+
 def test_the_fault_worker_takes_no_version(workdir):
     with pytest.raises(ConfigError, match="the fault worker has no releases"):
         _load(workdir, 'name: v\nsettings:\n  framework: fault\n  version: "1.0"\n')
