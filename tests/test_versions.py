@@ -140,7 +140,10 @@ def test_env_list_shows_each_release_and_its_size_and_remove_frees_it(cli, tmp_p
     listed = json.loads(cli("env", "list", "--env-dir", str(tmp_path), "--format", "json").output)
     (row,) = [r for r in listed if r["release"] == OLD_JAX]
     assert row["framework"] == "jax" and row["status"] == "unavailable"
-    assert "jax is not installed" in row["reason"]
+    assert (
+        "jax is not installed" in row["reason"]
+        and f"bench env setup jax --version {OLD_JAX}" in row["reason"]
+    )
     assert row["disk_bytes"] >= 3 << 20
     table = cli("env", "list", "--env-dir", str(tmp_path)).output
     assert f"jax@{OLD_JAX}" in table
@@ -153,6 +156,11 @@ def test_env_list_shows_each_release_and_its_size_and_remove_frees_it(cli, tmp_p
 
     result = cli("env", "remove", "jax", "--version", OLD_JAX, "--env-dir", str(tmp_path))
     assert result.exit_code != 0 and "no environment at" in result.output
+    # Its pin set is still listed: what `bench env setup` can make again.
+    listed = json.loads(cli("env", "list", "--env-dir", str(tmp_path), "--format", "json").output)
+    (row,) = [r for r in listed if r["release"] == OLD_JAX]
+    assert row["status"] == "unavailable" and row["disk_bytes"] is None
+    assert f"bench env setup jax --version {OLD_JAX}" in row["reason"]
 
 
 def test_remove_leaves_what_bench_did_not_make(cli, tmp_path):

@@ -11,12 +11,14 @@ from typing import Any
 import click
 
 from orchestrator.cli.options import FieldType, echo, env_dir_option
+from orchestrator.config import pins
 from orchestrator.config.field_docs import allowed
 from orchestrator.config.run_config import FRAMEWORKS
 from orchestrator.config.values import format_size
 from orchestrator.errors import ConfigError
 from orchestrator.provision import env_build, envs
 from orchestrator.text.terminal import safe_line
+from workers import releases
 from workers.models import check_image_size
 
 
@@ -270,15 +272,20 @@ def env_forget(framework: str, env_dir: str | None) -> None:
 )
 @env_dir_option
 def env_list(fmt: str, env_dir: str | None) -> None:
-    """Each environment, the pinned release's and each other release's (FRAMEWORK@VERSION): status
-    (ok, or unavailable and why), interpreter, versions, disk size, location.
+    """Each environment, the pinned release's and each other release's (FRAMEWORK@VERSION, where it
+    has a pin set or an environment): status (ok, or unavailable and why), interpreter, versions,
+    disk size, location.
 
     \b
     Example:
       bench env list --format json
     """
     wanted: list[tuple[str, str | None]] = [(name, None) for name in FRAMEWORKS]
-    wanted += env_build.made_here(env_dir)
+    # Each other release that has a pin set or an environment: what can be made, and what was.
+    pinned = [(name, release) for name in envs.DISTRIBUTIONS for release in pins.released_pins(name)]
+    wanted += sorted(
+        set(pinned) | set(env_build.made_here(env_dir)), key=lambda w: (w[0], releases.key(w[1]))
+    )
     rows = [_list_row(envs.status(name, env_dir, release)) for name, release in wanted]
     if fmt == "json":
         echo(json.dumps(rows, indent=2))

@@ -162,7 +162,9 @@ def python_for(
     )
 
 
-def _versions(python: Path, framework: str) -> tuple[str | None, str | None, str | None]:
+def _versions(
+    python: Path, framework: str, release: str | None = None
+) -> tuple[str | None, str | None, str | None]:
     """Python and framework versions of an interpreter, read from package metadata (no import)."""
     dist = DISTRIBUTIONS.get(framework)
     # importlib.metadata is 3.8+; Python 3.6 (Singa) has pkg_resources instead.
@@ -193,7 +195,8 @@ def _versions(python: Path, framework: str) -> tuple[str | None, str | None, str
     except (OSError, subprocess.SubprocessError, ValueError, RecursionError) as exc:
         return None, None, f"{python} does not run: {str(exc)[:200]}"
     if dist and version is None:
-        return py, None, f"{dist} is not installed in {python}: run `bench env setup {framework}`"
+        again = f" --version {release}" if release else ""
+        return py, None, f"{dist} is not installed in {python}: run `bench env setup {framework}{again}`"
     return py, version, None
 
 
@@ -208,7 +211,7 @@ def status(framework: str, root: str | Path | None = None, release: str | None =
         base, why = base_python(framework)
         reason = where if base else f"{where}; {why}"
         return EnvStatus(framework, "unavailable", None, reason, None, release=release)
-    py, version, problem = _versions(python, framework)
+    py, version, problem = _versions(python, framework, release)
     if framework == "fault":
         version = "fault"
     state = "unavailable" if problem else "ok"
