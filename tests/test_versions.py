@@ -287,3 +287,20 @@ def test_a_version_14_database_is_upgraded_with_the_version_column(tmp_path):
     assert "version" in [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
     assert conn.execute("SELECT name FROM sweeps").fetchall() == [("before",)]
     conn.close()
+
+
+def test_the_worker_refuses_an_installed_release_outside_the_range_before_the_import():
+    """What the worker reads before it imports its framework: the installed release from package
+    metadata. pip stands in for a framework here (a real distribution, released above 2): as MXNet,
+    which its adapter serves below 2, it is refused; asked for another release, it says both."""
+    from importlib import metadata
+
+    pip = metadata.version("pip")
+    outcome, reason, found = releases.refusal("mxnet", "pip", None)
+    assert (outcome, found) == ("unsupported", pip)
+    assert f"mxnet {pip} is newer than the releases bench's mxnet adapter serves (before 2)" in reason
+    outcome, reason, found = releases.refusal("mxnet", "pip", "1.9.1")
+    assert (
+        outcome == "unavailable" and f"asked for mxnet 1.9.1, but this environment has mxnet {pip}" in reason
+    )
+    assert releases.refusal("jax", "no-such-distribution", "0.4.30") == (None, None, None)
