@@ -304,3 +304,23 @@ def test_the_worker_refuses_an_installed_release_outside_the_range_before_the_im
         outcome == "unavailable" and f"asked for mxnet 1.9.1, but this environment has mxnet {pip}" in reason
     )
     assert releases.refusal("jax", "no-such-distribution", "0.4.30") == (None, None, None)
+
+
+def test_a_pin_set_names_the_python_series_its_wheels_need(tmp_path, monkeypatch):
+    """`# python: 3.6` in a pin set's header: the setup looks for that Python as it does for Singa's,
+    and says how to get one where there is none (nothing made meanwhile)."""
+    folder = tmp_path / "pins"
+    folder.mkdir()
+    shutil.copy(pins.folder() / "jax.txt", folder / "jax.txt")
+    (folder / "jax@0.4.99.txt").write_text(
+        "# A release whose wheels need Python 3.6.\n# python: 3.6\njax==0.4.99\n"
+    )
+    monkeypatch.setattr(pins, "folder", lambda: folder)
+    assert pins.python_series(folder / "jax@0.4.99.txt") == "3.6"
+    monkeypatch.delenv("BENCH_PYTHON36", raising=False)
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(EnvironmentSetupError) as caught:
+        env_build.setup("jax", tmp_path / "envs", version="0.4.99")
+    assert "jax needs Python 3.6, and none was found" in str(caught.value)
+    assert not (tmp_path / "envs").exists()
