@@ -324,3 +324,23 @@ def test_a_pin_set_names_the_python_series_its_wheels_need(tmp_path, monkeypatch
         env_build.setup("jax", tmp_path / "envs", version="0.4.99")
     assert "jax needs Python 3.6, and none was found" in str(caught.value)
     assert not (tmp_path / "envs").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.framework
+def test_an_era_difference_is_unsupported_with_its_reason(cli, workdir, monkeypatch, old_jax):
+    """jax.nn.dot_product_attention arrived in 0.4.31 (workers/releases.py's JAX era): on 0.4.30 the
+    switch to it is `unsupported`, saying so, where 0.10.2 runs it."""
+    monkeypatch.setenv("BENCH_JAX_ATTENTION", "jax.nn")
+    path = workdir / "m.yaml"
+    path.write_text(
+        MATRIX.replace(f', "{TOO_OLD_JAX}"', "").replace(
+            "model: small_cnn", "model: gpt_tiny, sequence_length: 8"
+        )
+    )
+    result = cli("run", "--matrix", str(path))
+    assert result.exit_code == 0, result.output
+    runs = {r["version"]: r for r in _runs(workdir / "bench.db")}
+    assert runs["0.10.2"]["outcome"] == "ok", runs["0.10.2"]["reason"]
+    assert runs[OLD_JAX]["outcome"] == "unsupported"
+    assert f"jax {OLD_JAX} has no jax.nn.dot_product_attention (0.4.31 brought it)" in runs[OLD_JAX]["reason"]
