@@ -2,7 +2,7 @@
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/storage/migrate.py knows how to bring up to date (additions, and
 -- version 13's fold of the fault worker's ten columns into runs.fault).
-PRAGMA user_version = 14;
+PRAGMA user_version = 15;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -168,7 +168,9 @@ CREATE TABLE runs (
     compile_disturbed       INTEGER,                     -- 1: compile_seconds not trustworthy; 0: quiet; NULL: unknown
     -- version 14: independent runs of a configuration (docs/reports.md, "Statistics over runs")
     planned_runs            INTEGER,                     -- configuration `runs`: the runs it asked for; NULL: 1
-    run_index               INTEGER                      -- which of them this row is, from 0; NULL: 0
+    run_index               INTEGER,                     -- which of them this row is, from 0; NULL: 0
+    -- version 15: framework releases as an axis (docs/frameworks.md, "Framework versions")
+    version                 TEXT                         -- configuration `version`: the release asked for; NULL: the pinned one
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
 

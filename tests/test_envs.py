@@ -108,7 +108,7 @@ def test_status_says_which_build_and_whether_its_requirements_changed(monkeypatc
     (bin_dir / "python").symlink_to(sys.executable)
     assert envs.status("mxnet", tmp_path).build is None  # no marker: not made by bench env setup
     reqs = envs.requirements_file("mxnet", "cuda")
-    marker = {"requirements": reqs.name, "requirements_hash": envs._requirements_hash(reqs)}
+    marker = {"requirements": reqs.name, "requirements_hash": envs.requirements_hash(reqs)}
     (tmp_path / "mxnet" / envs.MARKER).write_text(json.dumps(marker))
     status = envs.status("mxnet", tmp_path)
     assert (status.build, status.up_to_date) == ("cuda", True)

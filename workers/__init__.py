@@ -6,6 +6,7 @@
     coordination.py a data-parallel run's replicas agreeing (replica 0 decides)
     execution.py    execution modes and precisions, shared with the orchestrator
     frameworks.py   what bench knows of each framework, read by the worker and the orchestrator
+    releases.py     the releases each adapter serves, and a run's `version` checked against them
     data.py         the synthetic data set, identical in every framework
     events.py       the event stream (JSON lines, flushed as they happen, bounded)
     trace.py        trace: kernels, which tracer a run gets; cupti_trace.py the CUDA one (CUPTI)

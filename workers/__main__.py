@@ -17,7 +17,7 @@ import traceback
 
 from workers.adapters.base import Unavailable, Unsupported
 from workers.events import EventWriter
-from workers import runner
+from workers import frameworks, releases, runner
 
 
 def _write_result(path, result):
@@ -69,6 +69,19 @@ def _load_adapter(config, result_path, events):
     return adapter
 
 
+def _check_release(config):
+    """Before the framework is imported: the installed release must be the one the run asked for,
+    and one its adapter serves. Returns the installed release (None where unknown)."""
+    info = frameworks.BY_NAME.get(config["framework"])
+    outcome, reason, installed = releases.refusal(
+        config["framework"], info.distribution if info else None, config.get("version"))
+    if outcome == "unsupported":
+        raise Unsupported(reason)
+    if outcome == "unavailable":
+        raise Unavailable(reason)
+    return installed
+
+
 def _affinity():
     """The CPUs this process may run on, as the kernel sees it (None where unknown)."""
     try:
@@ -100,12 +113,19 @@ def main(argv=None):
     events.emit("start", pid=os.getpid(), python=platform.python_version(), executable=sys.executable,
                 cpus=_affinity())
     adapter = None
+    checked = False
     try:
+        _check_release(config)
+        checked = True
         adapter = _load_adapter(config, spec["result_path"], events)
         task = runner.probe if spec.get("task") == "probe" else runner.run
         result = task(adapter, config, events)
     except Exception as exc:  # every failure becomes data; BaseExceptions (exit, ^C) pass
         result = _failure(_classify(exc, adapter), exc, events)
+        if not checked:  # refused before the import: the release found is the run's evidence
+            info = frameworks.BY_NAME.get(config["framework"])
+            found = releases.installed(info.distribution) if info and info.distribution else None
+            result["info"] = {"framework_version": found}
         sys.stderr.write(result["exception"]["traceback"])
         memory = _device_memory(adapter)
         if memory is not None:

@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from orchestrator.cli.options import FieldType, echo, env_dir_option
+from orchestrator.config import pins
 from orchestrator.config.field_docs import allowed
 from orchestrator.config.run_config import FRAMEWORKS
+from orchestrator.config.values import format_size
 from orchestrator.errors import ConfigError
-from orchestrator.provision import envs
+from orchestrator.provision import env_build, envs
 from orchestrator.text.terminal import safe_line
+from workers import releases
 from workers.models import check_image_size
 
 
@@ -167,15 +171,33 @@ def env() -> None:
     help="Which builds: auto = GPU builds (envs/<framework>-cuda.txt) where an NVIDIA GPU is "
     "present and the framework has one, else CPU builds.",
 )
+@click.option(
+    "--version",
+    "version",
+    type=FieldType("version", "--version"),
+    default=None,
+    help="Another release than the pinned one, from its pin set envs/FRAMEWORK@VERSION.txt, into its "
+    "own environment FRAMEWORK@VERSION (one framework only).",
+)
 @env_dir_option
-def env_setup(frameworks: tuple[str, ...], python: str | None, variant: str, env_dir: str | None) -> None:
+def env_setup(
+    frameworks: tuple[str, ...], python: str | None, variant: str, version: str | None, env_dir: str | None
+) -> None:
     """Create or update the environments of FRAMEWORKS (default: all that have pinned requirements).
 
     \b
     Examples:
       bench env setup                 # every framework
       bench env setup pytorch singa --python /usr/bin/python3.6
+      bench env setup jax --version 0.4.30
     """
+    if version is not None:
+        if len(frameworks) != 1 or frameworks[0] not in envs.DISTRIBUTIONS:
+            raise ConfigError(
+                "bench env setup --version: name one framework, e.g. `bench env setup jax --version 0.4.30`"
+            )
+        env_build.setup(frameworks[0], env_dir, echo=echo, python=python, variant=variant, version=version)
+        return
     names = frameworks or tuple(f for f in FRAMEWORKS if envs.requirements_file(f).exists())
     for name in names:
         if name not in FRAMEWORKS:
@@ -195,7 +217,7 @@ def env_setup(frameworks: tuple[str, ...], python: str | None, variant: str, env
             # Setting everything up goes on without it: its runs will be `unavailable`, saying this.
             echo(f"{name}: skipped: {why}", err=True)
             continue
-        envs.setup(name, env_dir, echo=echo, python=python, variant=variant)
+        env_build.setup(name, env_dir, echo=echo, python=python, variant=variant)
 
 
 @env.command("use")
@@ -250,13 +272,21 @@ def env_forget(framework: str, env_dir: str | None) -> None:
 )
 @env_dir_option
 def env_list(fmt: str, env_dir: str | None) -> None:
-    """Each framework: status (ok, or unavailable and why), interpreter, versions, location.
+    """Each environment, the pinned release's and each other release's (FRAMEWORK@VERSION, where it
+    has a pin set or an environment): status (ok, or unavailable and why), interpreter, versions,
+    disk size, location.
 
     \b
     Example:
       bench env list --format json
     """
-    rows = [envs.status(name, env_dir).__dict__ for name in FRAMEWORKS]
+    wanted: list[tuple[str, str | None]] = [(name, None) for name in FRAMEWORKS]
+    # Each other release that has a pin set or an environment: what can be made, and what was.
+    pinned = [(name, release) for name in envs.DISTRIBUTIONS for release in pins.released_pins(name)]
+    wanted += sorted(
+        set(pinned) | set(env_build.made_here(env_dir)), key=lambda w: (w[0], releases.key(w[1]))
+    )
+    rows = [_list_row(envs.status(name, env_dir, release)) for name, release in wanted]
     if fmt == "json":
         echo(json.dumps(rows, indent=2))
         return
@@ -270,6 +300,46 @@ def env_list(fmt: str, env_dir: str | None) -> None:
             detail += f", {r['build']} build"
         if r["location"] == "external":
             detail += ", external (bench env use)"
-            if r["up_to_date"] is False:
-                detail += f" (out of date: its requirements changed; run bench env setup {r['framework']})"
-        echo(safe_line(f"{r['framework']:10s} {r['status']:12s} {detail}"))
+        elif r["disk_bytes"] is not None:
+            detail += f", {format_size(r['disk_bytes'])} on disk"
+        if r["up_to_date"] is False:
+            again = f" --version {r['release']}" if r["release"] else ""
+            detail += f" (out of date: its requirements changed; run bench env setup {r['framework']}{again})"
+        name = f"{r['framework']}@{r['release']}" if r["release"] else r["framework"]
+        echo(safe_line(f"{name:10s} {r['status']:12s} {detail}"))
+
+
+def _list_row(status: envs.EnvStatus) -> dict[str, Any]:
+    """A status as `bench env list` shows it: with the disk its folder takes (bench's own
+    environments; a registered interpreter's is the user's, not counted)."""
+    row = dict(status.__dict__)
+    own = status.location not in (None, "external") and status.python is not None
+    row["disk_bytes"] = env_build.disk_bytes(Path(status.location or "")) if own else None
+    return row
+
+
+@env.command("remove")
+@click.argument("framework")
+@click.option(
+    "--version",
+    "version",
+    type=FieldType("version", "--version"),
+    default=None,
+    help="The release whose environment (FRAMEWORK@VERSION) to delete; default: the pinned release's.",
+)
+@env_dir_option
+def env_remove(framework: str, version: str | None, env_dir: str | None) -> None:
+    """Delete FRAMEWORK's environment that bench made (of the release --version names), and say how
+    much space that freed. An interpreter registered with `bench env use` is not bench's to
+    delete: `bench env forget` stops using it.
+
+    \b
+    Examples:
+      bench env remove jax --version 0.4.30
+      bench env remove mxnet
+    """
+    if framework not in envs.DISTRIBUTIONS:
+        known = ", ".join(envs.DISTRIBUTIONS)
+        raise ConfigError(f"bench env remove: unknown framework {framework!r} (known: {known})")
+    folder, freed = env_build.remove(framework, env_dir, version)
+    echo(safe_line(f"removed {folder.name} ({folder}): {format_size(freed)} freed"))

@@ -12,7 +12,7 @@ import click
 from orchestrator.cli.hint import hint
 from orchestrator.cli.options import db_option, echo, env_dir_option, prepare_data
 from orchestrator.cli.run import EXIT_INTERRUPTED
-from orchestrator.config.checks import execution_problem
+from orchestrator.config.checks import execution_problem, version_problem
 from orchestrator.config.field_docs import field_help
 from orchestrator.config.filters import parse_value
 from orchestrator.config.matrix import LIST_FIELDS
@@ -74,7 +74,7 @@ def build_config(values: dict[str, str | None]) -> RunConfig:
     config = RunConfig(**settings)
     if config.memory_budget is not None and config.sample_interval == 0:
         raise ConfigError("--sample-interval: memory_budget needs the sampler, which 0 turns off")
-    problem = execution_problem(config)
+    problem = execution_problem(config) or version_problem(config)
     if problem:
         keys, message = problem
         key = next((k for k in keys if k in settings), keys[0])

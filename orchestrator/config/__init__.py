@@ -13,9 +13,12 @@
     filters.py     --only / --where / --timeline-config, validated like the matrix
     field_docs.py  each setting's meaning and allowed values in words, derived from settings.py:
                    --help, and docs/matrix.md's field table (python -m ...field_docs --write)
+    pins.py        the pin sets bench ships (envs/): each framework's pinned release, and the
+                   other releases a matrix's `version` may name (envs/<framework>@<version>.txt)
     samples.py     the units: min_time/min_steps resolved, and every timing figure derived from one
                    aggregate (the median seconds per image)
 
-May import: text (and workers.models, the one model definition). Nothing here touches a database,
+May import: text (and workers.models, the one model definition; workers.releases, what each
+adapter serves). Nothing here touches a database,
 a process or a framework.
 """

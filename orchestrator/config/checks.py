@@ -14,6 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from orchestrator.config import pins
 from orchestrator.config.run_config import (
     FAULT_FIELDS,
     FEATURES_NEED_INFERENCE,
@@ -26,7 +27,7 @@ from orchestrator.config.run_config import (
     validate_field,
 )
 from orchestrator.errors import DatabaseError
-from workers import frameworks
+from workers import frameworks, releases
 from workers.models import GPT, check_image_size
 
 # A problem: the keys that may be blamed (most specific first) and the message.
@@ -48,7 +49,7 @@ def cross_field_problem(
             "sample_interval",
             "memory_budget",
         ), "memory_budget needs the sampler, which sample_interval 0 turns off"
-    problem = execution_problem(config) or replica_problem(config)
+    problem = execution_problem(config) or replica_problem(config) or version_problem(config, check_paths)
     if problem:
         return problem
     if config.framework == "fault":
@@ -90,6 +91,20 @@ def execution_problem(config: RunConfig) -> Problem | None:
             if getattr(config, key) is not None:
                 return (key, "task"), "time to accuracy applies to training, not task: inference"
     return None
+
+
+def version_problem(config: RunConfig, check_pins: bool = True) -> Problem | None:
+    """version: a release of a real framework. One the adapter does not serve is let through (its
+    run is recorded `unsupported` with the reason); one it serves needs a pin set (``check_pins``:
+    now, as data_dir must exist now; a stored configuration's pin set may be gone since)."""
+    if config.version is None:
+        return None
+    if config.framework == "fault":
+        return ("version", "framework"), "the fault worker has no releases: version applies to the frameworks"
+    if not check_pins or releases.unsupported(config.framework, config.version):
+        return None
+    missing = pins.missing(config.framework, config.version)
+    return (("version", "framework"), missing) if missing else None
 
 
 def replica_problem(config: RunConfig) -> Problem | None:

@@ -62,7 +62,8 @@ def parse_value(key: str, raw: str, option: str) -> Any:
     """One field's value from command-line text, validated; errors start with ``option: key:``."""
     if key not in FIELD_NAMES:
         raise ConfigError(f"{option}: {cut(key)}: {unknown_key(key, FIELD_NAMES)}")
-    value = raw if key in CHOICES else _typed(raw)
+    # A release is text whatever it looks like: 2.10 is not the number 2.1.
+    value = raw if key in CHOICES or key == "version" else _typed(raw)
     try:
         valid = validate_field(key, value)
     except ValueError as exc:

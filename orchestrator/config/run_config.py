@@ -118,6 +118,9 @@ class RunConfig:
     fault_replica: int | None = None
     runs: int = 1
     work: int | None = None
+    # Framework releases as an axis (schema 15; docs/frameworks.md): None is the pinned release,
+    # so earlier hashes are kept; a release runs in its own environment (<framework>@<version>).
+    version: str | None = None
 
     def __post_init__(self) -> None:
         if self.framework == "fault" and self.fault is None:  # the fault worker's fault defaults to ok
@@ -156,11 +159,12 @@ class RunConfig:
     def _label(self) -> str:
         if self.framework == "fault":
             return f"fault/{self.fault or 'ok'}"
+        framework = f"{self.framework}@{self.version}" if self.version else self.framework
         if self.task == "inference":
             what = "features" if self.features else "inference"
-            return f"{self.framework}/{self.model}/{self.device}/bs{self.batch_size}/{what}/t{self.threads}"
+            return f"{framework}/{self.model}/{self.device}/bs{self.batch_size}/{what}/t{self.threads}"
         return (
-            f"{self.framework}/{self.model}/{self.device}/bs{self.batch_size}"
+            f"{framework}/{self.model}/{self.device}/bs{self.batch_size}"
             f"/{self.optimizer}/lr{self.lr:g}/t{self.threads}"
         )
 

@@ -26,7 +26,7 @@ from orchestrator.config.setting import (
 )
 from orchestrator.config.values import MAX_CPUS, parse_cpus, parse_size, shown
 from workers import execution as modes
-from workers import frameworks
+from workers import frameworks, releases
 from workers import models as definition
 
 FRAMEWORKS = frameworks.NAMES  # workers/frameworks.py: what bench knows of each framework
@@ -110,6 +110,16 @@ def _replicas(value: Any) -> int | None:
 
 
 _REPLICAS = (1, 1024)
+
+
+def _version(value: Any) -> str:
+    # YAML reads 2.10 as the number 2.1: a release written as a number is refused, not guessed.
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise ValueError(f'expected a release as text, got the number {shown(value)}: quote it ("2.10")')
+    problem = releases.shape_problem(value)
+    if problem:
+        raise ValueError(f"{problem}, got {shown(value)}")
+    return str(value)
 
 
 def _accuracy(value: Any) -> float:
@@ -746,6 +756,28 @@ SETTINGS: tuple[Setting, ...] = (
         ),
         doc_values="integer, 0 to 10⁹",
         doc_default="none (0)",
+    ),
+    Setting(
+        name="version",
+        type="str | None",
+        default=None,
+        since=15,
+        check=_version,
+        values='a release such as "0.4.30"',
+        help=(
+            "The framework's release, in its own environment (bench env setup FRAMEWORK --version V); "
+            "default: the pinned one (docs/frameworks.md)."
+        ),
+        doc=(
+            "The framework's release: the run uses the environment made from `envs/<framework>@<version>.txt`"
+            " (`bench env setup jax --version 0.4.30`), and the release installed there must be this one, or "
+            "the run is `unavailable` saying both. A release outside what the framework's adapter serves is "
+            "`unsupported` with the reason, nothing started; one inside it without a pin set is refused when "
+            'the matrix is read. On an axis: `version: ["0.4.30", "0.10.2"]` with `framework: jax` '
+            "([frameworks.md](frameworks.md#framework-versions)). Quote it: YAML reads 2.10 as a number."
+        ),
+        doc_values='release text: `"0.4.30"`, `"2.0.0rc1"`, `"2.4.1+cpu"`',
+        doc_default="none (the pinned release, `envs/<framework>.txt`)",
     ),
 )
 

@@ -119,7 +119,7 @@ def run_replica_on_node(
     from orchestrator.provision import envs
 
     node, host = node_name(), dict(hostinfo.machine())
-    python, where = envs.python_for(job.config.framework, env_root)
+    python, where = envs.python_for(job.config.framework, env_root, job.config.version)
     if python is None:
         return {"rank": rank, "node": node, "host": host, "unavailable": f"on node {node}: {where}"}
     available = os.sched_getaffinity(0)

@@ -14,6 +14,7 @@ from orchestrator.launch import lifecycle, orphans, outcomes, replicas
 from orchestrator.launch.lifecycle import Ending, Options
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.provision import envs
+from workers import releases
 
 
 def execute(
@@ -39,7 +40,7 @@ def execute(
     return launch(
         config,
         run_dir,
-        lambda: envs.python_for(config.framework, env_root),
+        lambda: envs.python_for(config.framework, env_root, config.version),
         tick=tick,
         data_file=data_file,
         on_worker_start=on_worker_start,
@@ -82,11 +83,13 @@ def launch(
     run_dir.mkdir(parents=True)
     found = interpreter()
     python, where = found
-    if config.replica_count > 1:
+    # A release the adapter does not serve needs no environment to be refused: nothing starts.
+    refused = releases.unsupported(config.framework, config.version)
+    if config.replica_count > 1 and refused is None:
         return _launch_replicas(config, run_dir, found, sample, tick, data_file, on_worker_start, token)
     cpus, cpus_allowed, cpus_problem = allowed_cpus(config)
     pinned = frozenset(cpus) if cpus is not None else None
-    runs = python is not None and cpus_problem is None
+    runs = python is not None and cpus_problem is None and refused is None
     # What cannot run has no sampler; its command is still nsys's where the settings ask for it.
     options = Options(
         task=task,
@@ -98,7 +101,9 @@ def launch(
     )
     one = lifecycle.start(config, run_dir, python, pinned, options, on_worker_start)
     started = now()
-    if not runs:
+    if refused:
+        ending = Ending(outcomes.Outcome("unsupported", reason=refused))
+    elif not runs:
         ending = Ending(outcomes.Outcome("unavailable", reason=cpus_problem or where))
     else:
         (finished,) = lifecycle.watch(config, [one], token, tick)

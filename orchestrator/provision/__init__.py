@@ -1,6 +1,9 @@
 """provision: what a run needs before it starts: its framework environment, its data, the machine.
 
-    envs.py          one virtual environment per framework, from pinned requirements (bench env setup)
+    envs.py          one virtual environment per framework, from pinned requirements, and one per
+                     other release a matrix's `version` names (<framework>@<version>): where each is
+    env_build.py     making one (bench env setup: a venv, pip installing its pin set), removing one
+                     (bench env remove), and the disk each takes
     external_env.py  an interpreter the user already has, checked before it is used (bench env use)
     short_run.py     a short outside program run with bounded output and a deadline
     datasets.py      real datasets decoded and resized once into a cached array file; datafiles/

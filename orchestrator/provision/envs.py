@@ -1,5 +1,6 @@
 """Framework environments: one virtual environment per framework, made from pinned requirements,
-or an existing interpreter the user registered (``bench env use``).
+or an existing interpreter the user registered (``bench env use``); and one per other release a
+matrix's ``version`` names, ``<env dir>/<framework>@<version>/``, from ``envs/<framework>@<version>.txt``.
 
 The orchestrator only ever runs these interpreters; it never imports what is installed in them.
 Where an environment lives, in order: ``BENCH_PYTHON_<FRAMEWORK>`` (an interpreter to use as is),
@@ -22,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import shipped
+from orchestrator.config import pins
 from orchestrator.config.run_config import FRAMEWORKS
 from orchestrator.errors import ConfigError, EnvironmentSetupError
 from orchestrator.provision.short_run import run_short
-from workers import frameworks
+from workers import frameworks, releases
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,7 @@ class EnvStatus:
     # not create (BENCH_PYTHON_<FRAMEWORK>, the fault worker).
     build: str | None = None  # cpu | cuda: the requirements file it was created from
     up_to_date: bool | None = None  # False: that file has changed since; bench env setup updates it
+    release: str | None = None  # the release it is for, other than the pinned one (<framework>@<release>)
 
 
 def check_name(framework: object) -> str:
@@ -103,9 +106,34 @@ def check_name(framework: object) -> str:
     return framework
 
 
-def python_for(framework: str, root: str | Path | None = None) -> tuple[Path | None, str]:
-    """The interpreter that runs this framework's worker, or None and the reason why not."""
+def folder_name(framework: str, version: str | None = None) -> str:
+    """An environment's folder under the env dir: the framework's for its pinned release (today's
+    name), `<framework>@<version>` for another."""
     check_name(framework)
+    if pins.is_pinned(framework, version):
+        return framework
+    if releases.shape_problem(version):  # defence: a folder name is made from it
+        raise ConfigError(f"version {version!r}: {releases.shape_problem(version)}")
+    return f"{framework}@{version}"
+
+
+def python_for(
+    framework: str, root: str | Path | None = None, version: str | None = None
+) -> tuple[Path | None, str]:
+    """The interpreter that runs this framework's worker (of that release, where one is asked
+    for), or None and the reason why not."""
+    check_name(framework)
+    name = folder_name(framework, version)
+    if name != framework:
+        # Another release than the pinned one is always bench's own environment of it: the
+        # overrides and registrations below stand for the framework's default environment.
+        python = env_dir(root) / name / "bin" / "python"
+        if python.exists():
+            return python, str(python.parent.parent)
+        return None, (
+            f"no {framework} {version} environment at {python.parent.parent}: "
+            f"run `bench env setup {framework} --version {version}`"
+        )
     override = os.environ.get(f"BENCH_PYTHON_{framework.upper()}")
     if override:
         path = Path(override)
@@ -134,7 +162,9 @@ def python_for(framework: str, root: str | Path | None = None) -> tuple[Path | N
     )
 
 
-def _versions(python: Path, framework: str) -> tuple[str | None, str | None, str | None]:
+def _versions(
+    python: Path, framework: str, release: str | None = None
+) -> tuple[str | None, str | None, str | None]:
     """Python and framework versions of an interpreter, read from package metadata (no import)."""
     dist = DISTRIBUTIONS.get(framework)
     # importlib.metadata is 3.8+; Python 3.6 (Singa) has pkg_resources instead.
@@ -165,23 +195,28 @@ def _versions(python: Path, framework: str) -> tuple[str | None, str | None, str
     except (OSError, subprocess.SubprocessError, ValueError, RecursionError) as exc:
         return None, None, f"{python} does not run: {str(exc)[:200]}"
     if dist and version is None:
-        return py, None, f"{dist} is not installed in {python}: run `bench env setup {framework}`"
+        again = f" --version {release}" if release else ""
+        return py, None, f"{dist} is not installed in {python}: run `bench env setup {framework}{again}`"
     return py, version, None
 
 
-def status(framework: str, root: str | Path | None = None) -> EnvStatus:
-    python, where = python_for(framework, root)
+def status(framework: str, root: str | Path | None = None, release: str | None = None) -> EnvStatus:
+    """The framework's environment (of that release, where one is named): whether it runs, and
+    what is installed there."""
+    python, where = python_for(framework, root, release)
+    release = None if pins.is_pinned(framework, release) else release
     if where == EXTERNAL and python is not None:
         return _external_status(framework, python, registered(root)[framework])
     if python is None:
         base, why = base_python(framework)
-        return EnvStatus(framework, "unavailable", None, where if base else f"{where}; {why}", None)
-    py, version, problem = _versions(python, framework)
+        reason = where if base else f"{where}; {why}"
+        return EnvStatus(framework, "unavailable", None, reason, None, release=release)
+    py, version, problem = _versions(python, framework, release)
     if framework == "fault":
         version = "fault"
     state = "unavailable" if problem else "ok"
-    build, current = _marker_state(framework, python)
-    return EnvStatus(framework, state, str(python), problem, where, py, version, build, current)
+    build, current = _marker_state(framework, python, release)
+    return EnvStatus(framework, state, str(python), problem, where, py, version, build, current, release)
 
 
 def _external_status(framework: str, python: Path, entry: dict) -> EnvStatus:
@@ -272,16 +307,17 @@ def forget(framework: str, root: str | Path | None = None) -> dict | None:
     return entry
 
 
-def _marker_state(framework: str, python: Path) -> tuple[str | None, bool | None]:
+def _marker_state(framework: str, python: Path, release: str | None = None) -> tuple[str | None, bool | None]:
     """(build, up to date) from the marker beside the interpreter's environment, if bench made it."""
     try:
         marker = json.loads((python.parent.parent / MARKER).read_text())
     except (OSError, ValueError):
         return None, None
+    files = {"cpu": pins.pin_file(framework, release)} if release else {}
     for build in ("cpu", "cuda"):
-        reqs = requirements_file(framework, build)
+        reqs = files.get(build) or requirements_file(framework, build)
         if isinstance(marker, dict) and marker.get("requirements") == reqs.name:
-            return build, reqs.exists() and marker.get("requirements_hash") == _requirements_hash(reqs)
+            return build, reqs.exists() and marker.get("requirements_hash") == requirements_hash(reqs)
     return None, None
 
 
@@ -306,14 +342,16 @@ def _pyenv_versions() -> list[Path]:
     return sorted(Path(root, "versions").glob("*/bin/python3"), reverse=True)
 
 
-def base_python(framework: str, override: str | None = None) -> tuple[Path | None, str]:
+def base_python(
+    framework: str, override: str | None = None, series: str | None = None
+) -> tuple[Path | None, str]:
     """The interpreter a framework's environment is created from, or None and how to get one.
 
-    Frameworks that need another Python series (Singa: 3.6) look, in order, at --python /
-    BENCH_PYTHON<series> (e.g. BENCH_PYTHON36), pyenv's installs of that series, then
-    python<series> on PATH.
+    Frameworks that need another Python series (Singa: 3.6; a release whose pin set names one:
+    ``series``) look, in order, at --python / BENCH_PYTHON<series> (e.g. BENCH_PYTHON36), pyenv's
+    installs of that series, then python<series> on PATH.
     """
-    series = PYTHON_SERIES.get(framework)
+    series = series or PYTHON_SERIES.get(framework)
     if series is None:
         return Path(sys.executable), "the orchestrator's interpreter"
     variable = "BENCH_PYTHON" + series.replace(".", "")
@@ -338,45 +376,5 @@ def base_python(framework: str, override: str | None = None) -> tuple[Path | Non
     )
 
 
-def _requirements_hash(path: Path) -> str:
+def requirements_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def setup(
-    framework: str,
-    root: str | Path | None = None,
-    echo=log.info,
-    python: str | None = None,
-    variant: str = "auto",
-) -> Path:
-    """Create or update the framework's environment; a no-op when it is already up to date."""
-    reqs = requirements_file(framework, choose_variant(framework, variant))
-    if not reqs.exists():
-        raise EnvironmentSetupError(f"{framework}: no pinned requirements at {reqs}")
-    base, where = base_python(framework, python)
-    if base is None:
-        raise EnvironmentSetupError(where)
-    target = env_dir(root) / framework
-    marker = target / MARKER
-    wanted = _requirements_hash(reqs)
-    if marker.exists() and json.loads(marker.read_text()).get("requirements_hash") == wanted:
-        echo(f"{framework}: up to date at {target}")
-        return target / "bin" / "python"
-    echo(f"{framework}: creating {target} from {reqs.name}")
-    _check_call([str(base), "-m", "venv", "--clear", str(target)], framework)
-    pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    # The venv's own pip may predate the wheels' tags (Python 3.6 ships pip 18): upgrade it first.
-    _check_call([*pip, "--upgrade", PIP_FOR_SERIES.get(PYTHON_SERIES.get(framework, ""), "pip")], framework)
-    _check_call([*pip, "-r", str(reqs)], framework)
-    marker.write_text(json.dumps({"requirements_hash": wanted, "requirements": reqs.name, "base": str(base)}))
-    echo(f"{framework}: ready")
-    return target / "bin" / "python"
-
-
-def _check_call(cmd: list[str], framework: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
-        raise EnvironmentSetupError(
-            f"{framework}: `{' '.join(cmd[:4])} ...` failed with exit {proc.returncode}: {tail[0]}"
-        )

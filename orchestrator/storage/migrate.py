@@ -49,6 +49,7 @@ TABLES_BY_VERSION = {
     12: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
     13: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
     14: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
+    15: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
 }
 # Version 13 folded the fault worker's ten settings, a runs column each until then, into one JSON
 # column, runs.fault: each part's name in that value and the column it came from. A fact of the

@@ -68,6 +68,11 @@ class Adapter(base.Adapter):
             raise base.Unavailable("cannot import jax, flax and optax ({}); install them in this "
                                    "environment (bench env setup jax)".format(exc)) from exc
         self.jax, self.jnp, self.optax = jax, jnp, optax
+        if self._attention == "jax.nn" and not hasattr(jax.nn, "dot_product_attention"):
+            # An era difference (workers/releases.py): the kernel arrived in jax 0.4.31.
+            raise base.Unsupported("BENCH_JAX_ATTENTION=jax.nn: jax {} has no jax.nn.dot_product_attention "
+                                   "(0.4.31 brought it); Flax's own attention (the default) runs".format(
+                                       jax.__version__))
         replica = self.config.get("replica") or {}
         if replica.get("count", 1) > 1:  # before anything starts JAX's backend
             self._initialize_distributed(jax, replica)
