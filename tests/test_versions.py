@@ -241,6 +241,17 @@ def test_a_matrix_runs_across_two_jax_releases(cli, workdir, old_jax):
     assert old["python_executable"] == str(old_jax)
     assert too_old["outcome"] == "unsupported"
     assert f"jax {TOO_OLD_JAX} is older than the releases bench's jax adapter serves" in too_old["reason"]
+    # The report's side reads what these runs recorded: one configuration, a row per release, the
+    # newer one set against the older (one run each: too few for a verdict, and said so).
+    table = cli("report", "--table", "versions", "--format", "json", "--where", "framework=jax")
+    assert table.exit_code == 0, table.output
+    rows = [r for r in json.loads(table.output)["rows"] if r["framework_version"] in (OLD_JAX, "0.10.2")]
+    assert [r["framework_version"] for r in rows] == [OLD_JAX, "0.10.2"]
+    assert rows[0]["change"] == "first release" and rows[1]["change"] == "fewer than 2 ok runs: no verdict"
+    assert [r["n"] for r in rows] == [1, 1]
+    compared = cli("report", "--compare", f"version:{OLD_JAX}", "version:0.10.2")
+    assert compared.exit_code == 0, compared.output
+    assert "small_cnn" in compared.output
 
 
 @pytest.mark.slow
