@@ -46,10 +46,12 @@ SUPPORT = {
         "optimizers (and its mixed-precision LossScaleOptimizer), and 1.x a separate adapter over "
         "tf.compat.v1 sessions"),
     "mxnet": Support(
-        "1.9", "2",
+        "1.6", "2",
         (),
-        "the adapter uses Gluon as 1.9 has it (hybridize with static_alloc, the model zoo's layers); "
-        "older 1.x releases were not tried, and MXNet 2 (never released beyond betas) replaced "
+        "1.6.0, 1.7.0 and 1.8.0 ran bench's small_cnn here as 1.9.1 does; 1.5.1 installs but has no "
+        "mx.runtime.Features, which the adapter reads (MKLDNN in the execution record, OpenMP in "
+        "env.py): serving 1.5 and older would take reading those builds' features another way "
+        "(mx.libinfo) and trying their Gluon; MXNet 2 (never released beyond betas) replaced "
         "Gluon's NDArray with mx.np"),
     "paddle": Support(
         "2.6", None,
