@@ -53,13 +53,10 @@ SUPPORT = {
         "env.py): serving 1.5 and older would take reading those builds' features another way "
         "(mx.libinfo) and trying their Gluon; MXNet 2 (never released beyond betas) replaced "
         "Gluon's NDArray with mx.np"),
-    # Not handled yet: before 3.2, paddle.nn.GELU takes `approximate` as a bool, not "none"/"tanh",
-    # so the models with a gelu (gpt_tiny, the ViTs) end in `error` there (seen with 2.6.2, 3.0.0
-    # and 3.1.0; small_cnn, gru and mobilenet_v2 ran on 2.6.2). Serving them takes passing the bool
-    # for those releases in workers/adapters/paddle/attention.py, and an era entry here.
     "paddle": Support(
         "2.6", None,
-        (),
+        (("3.2", "paddle.nn.GELU takes approximate as 'none' or 'tanh'; before 3.2 it takes a bool "
+                 "(True: tanh), which the adapter passes there (workers/adapters/paddle/attention.py)"),),
         "modes graph and compiled call paddle.jit.to_static(full_graph=True), which 2.6 brought; Paddle "
         "1.x is the fluid API (static programs run by an Executor): serving it would take a separate "
         "adapter building fluid programs, since this one is written on paddle.nn's dynamic graph"),

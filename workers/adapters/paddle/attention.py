@@ -30,6 +30,16 @@ HOW = {
 _CLASSES = []  # the Layer classes, made once paddle is imported
 
 
+def _release(paddle):
+    """(major, minor) of the Paddle imported; a development build ("0.0.0") counts as the newest."""
+    parts = []
+    for part in paddle.__version__.split(".")[:2]:
+        digits = "".join(c for c in part if c.isdigit()) if part else ""
+        parts.append(int(digits[:6]) if digits else 0)
+    found = tuple(parts + [0] * (2 - len(parts)))
+    return (10 ** 6, 0) if found == (0, 0) else found
+
+
 def layer(paddle, node, shape, tables, attrs):
     """The paddle.nn.Layer for an attention node on input ``shape``; ``tables`` holds the
     nn.Embedding layers made so far (a tied_output's table); ``attrs(op, fans, with_bias)`` gives
@@ -39,6 +49,10 @@ def layer(paddle, node, shape, tables, attrs):
         weight, bias = attrs(op, None, True)
         return nn.LayerNorm(shape[-1], epsilon=node["eps"], weight_attr=weight, bias_attr=bias)
     if op == "gelu":
+        # Before 3.2 Paddle's GELU takes the approximation as a bool (True: tanh), and a string
+        # fails only at the first forward pass (workers/releases.py's era entry).
+        if _release(paddle) < (3, 2):
+            return nn.GELU(approximate=node["approximate"] == "tanh")
         return nn.GELU(approximate=node["approximate"])
     if op == "attention":
         # One ParamAttr for all four projections: each is D x D, so Glorot's bound is the same.
