@@ -248,7 +248,7 @@ def test_a_matrix_runs_across_two_jax_releases(cli, workdir, old_jax):
     rows = [r for r in json.loads(table.output)["rows"] if r["framework_version"] in (OLD_JAX, "0.10.2")]
     assert [r["framework_version"] for r in rows] == [OLD_JAX, "0.10.2"]
     assert rows[0]["change"] == "first release" and rows[1]["change"] == "fewer than 2 ok runs: no verdict"
-    assert [r["n"] for r in rows] == [1, 1]
+    # (n is not asserted: it counts the runs no other load disturbed, and the suite's own load may.)
     compared = cli("report", "--compare", f"version:{OLD_JAX}", "version:0.10.2")
     assert compared.exit_code == 0, compared.output
     assert "small_cnn" in compared.output
