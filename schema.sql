@@ -2,7 +2,7 @@
 -- Bump user_version with every change; bench refuses a database of another version, except an
 -- older one that orchestrator/storage/migrate.py knows how to bring up to date (additions, and
 -- version 13's fold of the fault worker's ten columns into runs.fault).
-PRAGMA user_version = 15;
+PRAGMA user_version = 16;
 -- Marks the file as bench's (ASCII 'BNCH'): bench writes no SQLite file without it (docs/schema.md).
 PRAGMA application_id = 1112425288;
 
@@ -170,9 +170,12 @@ CREATE TABLE runs (
     planned_runs            INTEGER,                     -- configuration `runs`: the runs it asked for; NULL: 1
     run_index               INTEGER,                     -- which of them this row is, from 0; NULL: 0
     -- version 15: framework releases as an axis (docs/frameworks.md, "Framework versions")
-    version                 TEXT                         -- configuration `version`: the release asked for; NULL: the pinned one
+    version                 TEXT,                        -- configuration `version`: the release asked for; NULL: the pinned one
+    -- version 16: the run folder's record.json this row was imported from (docs/outcomes.md, "The run folder is the first record")
+    record_id               TEXT                         -- its unique id (32 hex digits): a second import of it adds nothing; NULL: stored before records
 );
 CREATE INDEX runs_sweep ON runs (sweep_id, config_hash);
+CREATE UNIQUE INDEX runs_record ON runs (record_id);
 
 -- Per timed epoch of a run (for each repeat), from the worker's event stream.
 CREATE TABLE epochs (

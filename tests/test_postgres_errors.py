@@ -83,9 +83,12 @@ def _started_workers(runs_root: Path, sweep: str) -> int:
 
 
 @pytest.mark.slow
-def test_a_restarted_server_is_reconnected_to_and_a_stopped_one_is_one_line(pg_server, tmp_path):
-    """Mid-sweep, between two runs' records: a restart costs nothing; a server still down when a run
-    ends stops the sweep with one line (exit 1), and --resume finishes it once the server is back."""
+def test_a_restarted_server_is_reconnected_to_and_a_stopped_one_is_caught_up(
+    pg_server, tmp_path, monkeypatch
+):
+    """Mid-sweep, between two runs' records: a restart costs nothing. A server still down past the
+    retry bound when runs end leaves their records pending in their folders while the sweep goes on;
+    it ends with one line saying where (exit 1), and --resume imports them, running none again."""
     url = pg_server.create_database()
     sleeps = "settings: {framework: fault, fault: sleep, seconds: 2, dataset_size: 32, batch_size: 8}\n"
     (tmp_path / "up.yaml").write_text(f"name: up\n{sleeps}axes:\n  seed: [1, 2, 3]\n")
@@ -108,18 +111,21 @@ def test_a_restarted_server_is_reconnected_to_and_a_stopped_one_is_one_line(pg_s
     assert driver.returncode == 0, err
     assert recorded("up") == 3
 
+    monkeypatch.setenv("BENCH_DB_RETRY_SECONDS", "1")  # the bound, short: the server stays down past it
     driver = _start(tmp_path, "run", "--matrix", "down.yaml", "--db", url)
     _wait_for(lambda: _started_workers(runs, "sweep-2") >= 2)
     pg_server.stop()
     try:
-        _, err = driver.communicate(timeout=120)
+        out, err = driver.communicate(timeout=120)
     finally:
         pg_server.start()
     assert driver.returncode == 1, err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "record pending: the database is away" in err
+    assert "3 ok" in out  # the sweep went on: every run ran, two of them held in memory and folder
     last = err.strip().splitlines()[-1]
-    assert last.startswith("error: --db ") and "the server refused the connection" in last, err
-    assert recorded("down") == 1  # the run that ended while the server was down has no row
+    assert last.startswith("error: 2 record(s) not in the database yet (--db "), err
+    assert f"in {runs / 'sweep-2'}: `bench run --resume` or `bench import FOLDER` adds them" in last
+    assert recorded("down") == 1  # the two runs that ended while the server was down have no row yet
     resumed = subprocess.run(
         bench_command("run", "--matrix", "down.yaml", "--resume", "--db", url),
         cwd=tmp_path,
@@ -128,12 +134,16 @@ def test_a_restarted_server_is_reconnected_to_and_a_stopped_one_is_one_line(pg_s
         timeout=120,
     )
     assert resumed.returncode == 0, resumed.stderr
-    # The run that ended while the server was down is recorded by the resuming bench from its
-    # folder (docs/outcomes.md, "Nothing left running"), saying why it was left, and run again.
-    rows = dbs.query(url, "SELECT config_hash, outcome, reason FROM runs WHERE sweep_id = 2 ORDER BY id")
-    left = [r for r in rows if r["outcome"] == "interrupted"]
-    assert len(left) == 1, rows
-    assert left[0]["reason"].startswith("the sweep stopped on an error (DatabaseError: --db "), left[0]
-    assert "could not be recorded then" in left[0]["reason"]
-    done = [r["config_hash"] for r in rows if r["outcome"] == "ok"]
-    assert len(done) == 3 and len(set(done)) == 3 and left[0]["config_hash"] in done
+    assert "sweep 2: 2 finished run(s) imported from their folders' records" in resumed.stderr
+    assert "3 already finished" in resumed.stdout
+    rows = dbs.query(url, "SELECT config_hash, outcome FROM runs WHERE sweep_id = 2 ORDER BY id")
+    assert [r["outcome"] for r in rows] == ["ok"] * 3 and len({r["config_hash"] for r in rows}) == 3
+    assert _started_workers(runs, "sweep-2") == 3  # none ran twice
+    again = subprocess.run(
+        bench_command("import", str(runs / "sweep-2"), "--db", url),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "run folders: 0 imported, 3 already there, 0 refused" in again.stdout, again.stderr

@@ -28,6 +28,7 @@ from orchestrator.errors import BenchError, ConfigError
 from orchestrator.launch.outcomes import OUTCOMES
 from orchestrator.report.postmortem import inspect as postmortem
 from orchestrator.storage.db import Database
+from orchestrator.sweep.folders import runs_root
 from orchestrator.sweep.run import SweepResult
 from orchestrator.sweep.session import Plan, earlier_sweep, run_sweep
 
@@ -82,16 +83,19 @@ def _existing(db_url: str) -> Database | None:
 
 
 def finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
-    """The sweep's one-line summary; exit 130 if it was interrupted, 1 on a --fail-on outcome
-    (bench study run ends each of its sweeps the same way)."""
+    """The sweep's one-line summary; exit 130 if it was interrupted, 1 on a --fail-on outcome or
+    with records pending (the database away at the end; one line says where they are); bench
+    study run ends each of its sweeps the same way."""
     counts: dict[str, int] = {}
-    for outcome in result.outcomes.values():
+    for outcome in [*result.outcomes.values(), *result.pending.values()]:
         counts[outcome] = counts.get(outcome, 0) + 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing run"
     echo(
         f"sweep {result.sweep_id}: {summary}"
         + (f"; {result.skipped} already finished" if result.skipped else "")
     )
+    if result.pending:
+        echo(pending_line(result), err=True)
     if result.interrupted:
         echo(f"interrupted: finish it with `{resume_hint}`", err=True)
         sys.exit(EXIT_INTERRUPTED)
@@ -99,6 +103,18 @@ def finish(result: SweepResult, fail_on: set[str], resume_hint: str) -> None:
     if failed:
         echo(f"error: runs ended {', '.join(failed)} (--fail-on)", err=True)
         sys.exit(1)
+    if result.pending:
+        sys.exit(1)
+
+
+def pending_line(result: SweepResult) -> str:
+    """Where the records the database has not taken are, and how they get there."""
+    folders = sorted({str(p.parent) for p in result.pending})
+    why = f" ({result.pending_why})" if result.pending_why else ""
+    return (
+        f"error: {len(result.pending)} record(s) not in the database yet{why}; their run folders hold "
+        f"them, in {', '.join(folders)}: `bench run --resume` or `bench import FOLDER` adds them"
+    )
 
 
 @click.command()
@@ -194,7 +210,13 @@ def run(
         return
     db = Database(db_url, create=not dry_run)
     earlier = (
-        earlier_sweep(db, m.name, backstop=not no_backstop, redo_disturbed=retry_disturbed > 0)
+        earlier_sweep(
+            db,
+            m.name,
+            backstop=not no_backstop,
+            redo_disturbed=retry_disturbed > 0,
+            runs_root=None if dry_run else runs_root(db_url, runs_dir),
+        )
         if resume
         else None
     )

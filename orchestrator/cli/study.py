@@ -28,6 +28,7 @@ from orchestrator.storage.db import Database
 from orchestrator.studies import committed, loader, measured
 from orchestrator.studies import report as study_report
 from orchestrator.studies.spec import Study, StudyMatrix
+from orchestrator.sweep.folders import runs_root
 from orchestrator.sweep.session import Plan, earlier_sweep, run_sweep
 from orchestrator.text.formats import Column, render
 
@@ -222,7 +223,10 @@ def _run(s: Study, entry: StudyMatrix, where: Where, how: How) -> None:
     db = Database(where.db_url, create=True)
     sweep_name = entry.sweep_name(s.name)
     resume, redo = how.resume, how.retry_disturbed > 0
-    earlier = earlier_sweep(db, sweep_name, backstop=True, redo_disturbed=redo) if resume else None
+    root = runs_root(where.db_url, where.runs_dir) if resume else None
+    earlier = (
+        earlier_sweep(db, sweep_name, backstop=True, redo_disturbed=redo, runs_root=root) if resume else None
+    )
     plan = Plan(
         sweep_name,
         "matrix",

@@ -1,6 +1,7 @@
 """`bench export` and `bench import`: sweeps carried between databases as one JSON document
 (orchestrator/storage/transfer.py): a study's results committed beside it, a colleague's sweeps
-added to a team's database."""
+added to a team's database; and `bench import RUN_DIR...`, runs added from their folders' records
+(orchestrator/sweep/catch_up.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from orchestrator.cli.options import IdType, db_option, echo
 from orchestrator.errors import BenchError
 from orchestrator.storage import transfer
 from orchestrator.storage.db import Database
+from orchestrator.sweep import catch_up
 
 
 @click.command("export")
@@ -78,20 +80,27 @@ def export_command(sweep_ids: tuple[int, ...], out: Path, portable: bool, db_url
 
 
 @click.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @db_option
-def import_command(files: tuple[Path, ...], db_url: str) -> None:
-    """Add the sweeps of FILES, which `bench export` wrote, to --db (created if absent). Each file is
-    checked whole before anything is written and imported in one transaction; a sweep the database
-    already holds is skipped, so importing a file twice changes nothing. Imported sweeps and runs
-    get new ids.
+def import_command(paths: tuple[Path, ...], db_url: str) -> None:
+    """Add to --db (created if absent) the sweeps of files that `bench export` wrote, and the runs of
+    run folders (or of each run folder in a folder: a sweep's), read from their record.json.
+
+    An export file is checked whole before anything is written and imported in one transaction; a
+    sweep the database already holds is skipped. A run folder's record joins the sweep it names
+    (matched by name, start, host, machine and command, or made), and a record the database holds
+    already is counted, not added: importing twice changes nothing. Imported sweeps and runs get
+    new ids; a bad record is refused in one line naming its file and key.
 
     \b
     Examples:
       bench import sweeps.json --db team.db
       bench import studies/umons/results/cpu.json --db umons.db
+      bench import bench-runs/sweep-3 --db team.db
+      bench import ~/colleague/bench-runs/sweep-7/0002-pytorch-small_cnn-1a2b3c4d --db team.db
     """
-    documents = [(path, transfer.read(path)) for path in files]
+    folders = [p for p in paths if p.is_dir()]
+    documents = [(path, transfer.read(path)) for path in paths if not path.is_dir()]
     db = Database(db_url, create=True)
     try:
         for path, document in documents:
@@ -101,5 +110,21 @@ def import_command(files: tuple[Path, ...], db_url: str) -> None:
             if done.skipped:
                 line += f"; already here, skipped: {'; '.join(done.skipped)}"
             echo(line)
+        if folders:
+            _import_folders(db, folders)
     finally:
         db.close()
+
+
+def _import_folders(db: Database, folders: list[Path]) -> None:
+    found = catch_up.import_run_folders(db, folders)
+    for line in found.refused:
+        echo(f"refused: {line}", err=True)
+    ids = ", ".join(str(i.run_id) for i in found.imported)
+    echo(
+        f"run folders: {len(found.imported)} imported"
+        + (f" (runs {ids})" if ids else "")
+        + f", {len(found.already)} already there, {len(found.refused)} refused"
+    )
+    if found.refused:
+        raise BenchError(f"{len(found.refused)} run folder(s) refused (above)")

@@ -50,6 +50,7 @@ TABLES_BY_VERSION = {
     13: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
     14: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
     15: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
+    16: _FIRST_TABLES | {"samples", "phases", "kernels", "replicas", "calibrations"},
 }
 # Version 13 folded the fault worker's ten settings, a runs column each until then, into one JSON
 # column, runs.fault: each part's name in that value and the column it came from. A fact of the
@@ -141,8 +142,11 @@ def upgrade(conn: Connection, statements: list[str], found: int, expected: int, 
     if found < 13:
         fold_fault_columns(conn)
     for statement in statements:
-        if statement.upper().startswith("CREATE INDEX"):
-            conn.exec_driver_sql(statement.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
+        # Version 16's unique index on runs.record_id too: every older row's is NULL, which a
+        # unique index allows any number of (SQLite and PostgreSQL alike).
+        match = re.match(r"CREATE (UNIQUE )?INDEX", statement, re.I)
+        if match:
+            conn.exec_driver_sql(statement.replace(match.group(0), f"{match.group(0)} IF NOT EXISTS", 1))
     if portable is not None:
         postgres.set_version(conn, expected)
     else:

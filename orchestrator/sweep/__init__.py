@@ -4,7 +4,14 @@
                   run, closed; the three commands differ only in the Plan they hand it
     run.py        a list of configurations run through an executor, each run recorded the moment
                   it ends; Ctrl-C/SIGTERM/SIGHUP end it as interrupted; a disturbed run queued again
-    recording.py  sweeps and runs written to the database, one transaction per run
+    recording.py  sweeps and runs written to the database, one transaction per run: run_rows, the rows
+                  a run will hold, and insert_rows
+    record_file.py  a run folder's record.json: every row the run will hold and its sweep's
+                  identity, written atomically before the database is touched; read back as
+                  outside input
+    catch_up.py   records into the database: import_record (idempotent: runs.record_id), a
+                  database that is away waited for (patiently) and the records it did not take
+                  kept pending, catch_up_sweep for --resume, import_run_folders for bench import
     result_fields.py  what a run left as the runs table's columns: its epochs' timing (summarise),
                   where its events stopped (where_it_died), its result's execution, warm-up and
                   target fields (columns; the worker's values are outside input)

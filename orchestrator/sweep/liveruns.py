@@ -38,7 +38,7 @@ from orchestrator.launch.lifecycle import gather
 from orchestrator.launch.run_record import now
 from orchestrator.launch.sidecar import SAMPLES_FILE
 from orchestrator.storage.db import Database, sqlite_path
-from orchestrator.sweep import recording
+from orchestrator.sweep import catch_up, record_file, recording
 from profiler import timeline as timelines
 
 STATE_VARIABLE = "BENCH_STATE_DIR"
@@ -262,6 +262,14 @@ def _store_interrupted(db: Database, data: dict[str, Any], reason: str) -> bool:
     recorded = sa.select(runs.c.id).where(runs.c.sweep_id == sweep_id, runs.c.run_dir == str(run_dir))
     if next(db.rows(recorded), None) is not None:
         return False
+    if (run_dir / record_file.RECORD_FILE).is_file():
+        # Killed after the record was written: the run finished, and its record says how.
+        try:
+            record = record_file.read(run_dir / record_file.RECORD_FILE, db)
+        except record_file.RecordError as exc:
+            log.warning("%s; recording the run interrupted instead", exc)
+        else:
+            return catch_up.import_record(db, record, sweep_id).added
     sweep = next(db.rows(sa.select(sweeps.c.started_at).where(sweeps.c.id == sweep_id)), None)
     if sweep is None or str(sweep["started_at"]) > data["started_at"]:
         raise BenchError(f"sweep {sweep_id} of {db.public_url} is not the one this run belonged to")

@@ -191,7 +191,7 @@ class Progress:
         where = where_in_run(self._events, entry.config if entry else None)
         return f"{self.label} {safe_line(where)[:80]}"
 
-    def end(self, outcome: str, run_id: int, detail: str = "", run_dir: Path | None = None) -> None:
+    def end(self, outcome: str, run_id: int | str, detail: str = "", run_dir: Path | None = None) -> None:
         if self.follow and self.run_dir is not None:
             self._echo_logs()
         key = run_dir if run_dir in self.running else next(reversed(self.running), None)
@@ -203,7 +203,8 @@ class Progress:
         self.durations.append(seconds)
         self.eta.end(entry.config, outcome, seconds)
         node = f" on {entry.node}" if entry.node else ""
-        text = f"[{self.done}/{self.total}] {entry.label}: {outcome} in {seconds:.1f} s (run {run_id})"
+        which = f"run {run_id}" if isinstance(run_id, int) else run_id  # or why it has no id yet
+        text = f"[{self.done}/{self.total}] {entry.label}: {outcome} in {seconds:.1f} s ({which})"
         # An end line quotes the outcome's reason: a worker's exception, a line of its stderr.
         text = safe_line(text + node + detail)
         self._line(("\r\x1b[2K" if self.live else "") + text)

@@ -112,7 +112,7 @@ def end_sweep(db: Database, sweep_id: int, status: str) -> None:
         )
 
 
-def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
+def _run_row(rec: RunRecord) -> dict[str, Any]:
     settings = rec.config.to_dict()
     # The fault worker's settings share one column, a JSON value (settings.fault_value).
     row: dict[str, Any] = {COLUMNS[k]: v for k, v in settings.items() if k not in FAULT_FIELDS}
@@ -120,7 +120,6 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
     out = rec.outcome
     result = out.result or {}
     row.update(
-        sweep_id=sweep_id,
         config_hash=rec.config.config_hash,
         config_json=json.dumps(settings, sort_keys=True),
         outcome=out.outcome,
@@ -139,7 +138,6 @@ def _run_row(sweep_id: int, rec: RunRecord) -> dict[str, Any]:
         parameter_count=result.get("parameter_count") or _event_field(rec, "built", "parameter_count"),
         run_dir=str(rec.run_dir),
         worker_command=rec.worker_command,
-        reproduce="",  # needs the run id; set after insert
         executor=rec.executor,
         node=rec.node,
         machine=hostinfo.fingerprint(rec.host or hostinfo.machine()),
@@ -180,7 +178,7 @@ def _event_field(rec: RunRecord, event: str, key: str) -> Any:
     return None
 
 
-def _environment_row(run_id: int, rec: RunRecord) -> dict[str, Any]:
+def _environment_row(rec: RunRecord) -> dict[str, Any]:
     result = rec.outcome.result or {}
     info: dict[str, Any] = result.get("info") or next(
         (e for e in reversed(rec.events) if e.get("event") == "setup"), {}
@@ -189,7 +187,6 @@ def _environment_row(run_id: int, rec: RunRecord) -> dict[str, Any]:
     host = rec.host or hostinfo.machine()  # a Ray run: the node's, as the node saw itself
     known = {"framework_version", "threads", "cuda_version", "event", "t"}
     return {
-        "run_id": run_id,
         "framework_version": info.get("framework_version"),
         "python_version": result.get("python_version") or start.get("python"),
         "python_executable": result.get("python_executable") or start.get("executable"),
@@ -226,10 +223,10 @@ def _extra(info: dict[str, Any], result: dict[str, Any], known: set[str]) -> dic
     return extra
 
 
-def _epoch_rows(run_id: int, rec: RunRecord) -> list[dict[str, Any]]:
+def _epoch_rows(rec: RunRecord) -> list[dict[str, Any]]:
     joules = _energy(rec)["epoch_joules"]
     return [
-        {"run_id": run_id, **{k: e.get(k) for k in EPOCH_COLUMNS}, "gpu_joules": j}
+        {**{k: e.get(k) for k in EPOCH_COLUMNS}, "gpu_joules": j}
         for e, j in zip(rec.epochs, joules, strict=True)
     ]
 
@@ -269,31 +266,44 @@ def disturbed_by(rec: RunRecord) -> str | None:
 
 
 def store_run(db: Database, sweep_id: int, rec: RunRecord) -> int:
-    """Insert the run, its epochs, environment, samples and kernels in one transaction; return its id.
+    """Insert the run, its epochs, environment, samples and kernels in one transaction; return its id."""
+    with db.begin() as conn:
+        return insert_rows(db, conn, sweep_id, run_rows(db, rec))
+
+
+def run_rows(db: Database, rec: RunRecord) -> dict[str, Any]:
+    """Every row the run will hold, without the ids the database gives: ``runs`` (one row, without
+    sweep_id and reproduce) and a list for each of CHILD_TABLES (without run_id). A run's record
+    file (sweep/record_file.py) holds exactly these.
 
     The worker's parts (outcome evidence, result fields, epochs, trace names) go through ``fit``;
     samples and phases are the orchestrator's own profiler's numbers.
     """
-    with db.begin() as conn:
-        run_id = db.insert(conn, db.runs, fit(db.runs, _run_row(sweep_id, rec)))
-        conn.execute(
-            sa.update(db.runs).where(db.runs.c.id == run_id).values(reproduce=db.reproduce_command(run_id))
-        )
-        rows = [fit(db.epochs, row) for row in _epoch_rows(run_id, rec)]
-        if rows:
-            conn.execute(db.epochs.insert(), rows)
-        db.insert(conn, db.environments, fit(db.environments, _environment_row(run_id, rec)))
-        samples = timelines.sample_rows(rec.timeline, rec.cpus_allowed)
-        if samples:
-            conn.execute(db.samples.insert(), [{"run_id": run_id, **r} for r in samples])
-        phases = timelines.phases(rec.timeline, rec.cpus_allowed)
-        if phases:
-            conn.execute(db.phases.insert(), [{"run_id": run_id, **r} for r in phases])
-        if rec.replicas:
-            blank = dict.fromkeys(db.replicas.c.keys())  # every row the same keys: one executemany
-            rows = [fit(db.replicas, {**blank, "run_id": run_id, **r}) for r in rec.replicas]
-            conn.execute(db.replicas.insert(), rows)
-        kernels = kernel_classes.rows(tracing.records(rec.trace))
-        if kernels:
-            conn.execute(db.kernels.insert(), [fit(db.kernels, {"run_id": run_id, **r}) for r in kernels])
+    run = fit(db.runs, _run_row(rec))
+    # Every replica row the same keys (one executemany), less the link the database gives.
+    blank = dict.fromkeys(k for k in db.replicas.c.keys() if k != "run_id")
+    return {
+        "runs": run,
+        "environments": [fit(db.environments, _environment_row(rec))],
+        "epochs": [fit(db.epochs, row) for row in _epoch_rows(rec)],
+        "samples": timelines.sample_rows(rec.timeline, rec.cpus_allowed),
+        "phases": timelines.phases(rec.timeline, rec.cpus_allowed),
+        "replicas": [fit(db.replicas, {**blank, **r}) for r in rec.replicas],
+        "kernels": [fit(db.kernels, r) for r in kernel_classes.rows(tracing.records(rec.trace))],
+    }
+
+
+# What a run's rows are besides its runs row, each table's rows linked by run_id.
+CHILD_TABLES = ("environments", "epochs", "samples", "phases", "replicas", "kernels")
+
+
+def insert_rows(db: Database, conn: sa.Connection, sweep_id: int, rows: Mapping[str, Any]) -> int:
+    """Insert ``run_rows``' rows into the open transaction, linked to the sweep; the run's id."""
+    run_id = db.insert(conn, db.runs, {**rows["runs"], "sweep_id": sweep_id, "reproduce": ""})
+    conn.execute(
+        sa.update(db.runs).where(db.runs.c.id == run_id).values(reproduce=db.reproduce_command(run_id))
+    )
+    for name in CHILD_TABLES:
+        if rows[name]:
+            conn.execute(db.meta.tables[name].insert(), [{**r, "run_id": run_id} for r in rows[name]])
     return run_id

@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import signal
+import time
 from collections import deque
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,13 +18,15 @@ import sqlalchemy as sa
 from orchestrator.config import samples
 from orchestrator.config.checks import config_from_stored
 from orchestrator.config.run_config import RunConfig
+from orchestrator.errors import BenchError
 from orchestrator.executors.base import Executor, Job
 from orchestrator.executors.local import LocalExecutor
 from orchestrator.launch.outcomes import Outcome
 from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
 from orchestrator.launch.run_record import RunRecord, now
 from orchestrator.storage.db import Database
-from orchestrator.sweep import liveruns, recording
+from orchestrator.sweep import liveruns, record_file, recording
+from orchestrator.sweep.catch_up import AWAY, Patience, Pending, import_record, patiently
 from orchestrator.sweep.folders import retry_folder, run_folder, sweep_folder
 from orchestrator.sweep.order import Slot
 from orchestrator.sweep.progress import Progress
@@ -35,6 +40,9 @@ class SweepResult:
     outcomes: dict[int, str] = field(default_factory=dict)  # run id -> outcome
     skipped: int = 0
     interrupted: bool = False
+    # Runs whose record the database has not taken yet: their folders hold them (catch_up.py).
+    pending: dict[Path, str] = field(default_factory=dict)  # run folder -> outcome
+    pending_why: str = ""  # the database's last answer
 
 
 def wall_key(config: RunConfig) -> str:
@@ -107,6 +115,8 @@ def run_configs(
     executor = executor or LocalExecutor(env_root)
     result = SweepResult(sweep_id)
     with stop_signals_interrupt():
+        pending = Pending(db, sweep_id)  # $BENCH_DB_RETRY_SECONDS checked before anything runs
+        sweep = _sweep_row(db, sweep_id)
         folder = liveruns.state_dir()
         ledger = liveruns.Ledger(db, sweep_id, folder)
         status, stopped = "interrupted", "the sweep was interrupted (Ctrl-C)"
@@ -126,6 +136,7 @@ def run_configs(
         )
         # Only the local executor's runs are on this machine: a Ray task's are the reaper's.
         sink = _Sink(db, sweep_id, progress, result, walls, ledger if executor.name == "local" else None)
+        sink.sweep, sink.pending = sweep, pending
         sink.retry = _Retry(retry_disturbed, retries, data_files or {})
         runs = executor.run(sink.backstopped(jobs), progress)
         try:
@@ -147,8 +158,43 @@ def run_configs(
         finally:
             runs.close()  # an executor stops whatever it still runs
             ledger.close(f"{stopped} before this run was recorded")
-            recording.end_sweep(db, sweep_id, status)
+            sink.catch_up()
+            _end_sweep(db, sweep_id, status, patient=not result.pending)
     return result
+
+
+def _sweep_row(db: Database, sweep_id: int) -> dict:
+    """The sweep's row, as each run's record carries it (record_file.SWEEP_KEYS)."""
+    return next(db.rows(sa.select(db.sweeps).where(db.sweeps.c.id == sweep_id)))
+
+
+def _end_sweep(db: Database, sweep_id: int, status: str, patient: bool) -> None:
+    """The sweep closed; where the database is away, left running (a warning): --resume reopens it."""
+    try:
+        patiently(
+            lambda: recording.end_sweep(db, sweep_id, status),
+            "closing the sweep",
+            None if patient else Patience(0.0),
+        )
+    except AWAY as exc:
+        log.warning("sweep %d not closed in the database (%s)", sweep_id, str(exc).splitlines()[0][:200])
+
+
+# A test's hook (never set by bench): "kill" SIGKILLs bench the moment a run's record is written,
+# before the database is touched; "pause:SECONDS" waits there.
+AFTER_RECORD_HOOK = "BENCH_TEST_HOOK_AFTER_RECORD"
+
+
+def _after_record_hook() -> None:
+    hook = os.environ.get(AFTER_RECORD_HOOK, "")
+    if hook == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif hook.startswith("pause:"):
+        time.sleep(float(hook[len("pause:") :]))
+
+
+class DiskFull(BenchError):
+    """The file system under the run folders is full: the sweep stops, what was written is kept."""
 
 
 @dataclass
@@ -164,6 +210,8 @@ class _Sink:
     retry: _Retry | None = None
     # Each job's run index by its folder: an executor's record names its folder, not its job.
     indices: dict[Path, int] = field(default_factory=dict)
+    sweep: dict = field(default_factory=dict)  # the sweep's row, for each record
+    pending: Pending | None = None
 
     def store_all(self, runs: Iterator[RunRecord]) -> None:
         for rec in runs:
@@ -171,10 +219,22 @@ class _Sink:
 
     def store(self, rec: RunRecord) -> None:
         rec.run_index = self.indices.pop(rec.run_dir, rec.run_index)
-        run_id = recording.store_run(self.db, self.sweep_id, rec)
+        record = record_file.build(self.db, self.sweep, rec)
+        try:
+            record_file.write(rec.run_dir, record)
+        except OSError as exc:
+            if exc.errno in record_file.DISK_FULL:
+                self._disk_full(rec, exc)  # stops the sweep
+            # Another failure (a Ray run's folder this machine cannot make): the database alone
+            # holds the run, as before records existed.
+            log.warning("%s: no %s written (%s)", rec.run_dir, record_file.RECORD_FILE, exc.strerror or exc)
+        # The folder holds the record now: a bench killed from here on leaves it for --resume.
         if self.ledger is not None:
             self.ledger.done(rec.run_dir)
-        self.result.outcomes[run_id] = rec.outcome.outcome
+        _after_record_hook()
+        self.result.pending[rec.run_dir] = rec.outcome.outcome
+        stored = self._imported(self._pending().store(record))
+        run_id: int | str = stored.get(rec.run_dir, "record pending: the database is away")
         disturbed = recording.disturbed_by(rec)
         detail = (_detail(rec.outcome) or _samples(rec)) + (f" (disturbed: {disturbed})" if disturbed else "")
         self.progress.end(rec.outcome.outcome, run_id, detail, rec.run_dir)
@@ -184,6 +244,46 @@ class _Sink:
             self.result.interrupted = True
         if self.walls is not None and rec.outcome.outcome == "oom":
             _hit_wall(self.walls, rec.config)
+
+    def _pending(self) -> Pending:
+        if self.pending is None:
+            self.pending = Pending(self.db, self.sweep_id)
+        return self.pending
+
+    def _imported(self, done: list) -> dict[Path, int]:
+        """Each imported record's run id by its folder; the result's pending and outcomes moved."""
+        ids = {}
+        for record, imported in done:
+            run_dir = Path(record.rows["runs"]["run_dir"])
+            self.result.pending.pop(run_dir, None)
+            self.result.outcomes[imported.run_id] = imported.outcome
+            ids[run_dir] = imported.run_id
+        self.result.pending_why = self._pending().why if self.result.pending else ""
+        return ids
+
+    def catch_up(self) -> None:
+        """The sweep's end: what is pending imported, waiting up to the bound once more."""
+        if self.pending is not None and self.pending.records:
+            self._imported(self.pending.flush())
+
+    def _disk_full(self, rec: RunRecord, exc: OSError) -> None:
+        """A record the full disk cannot take: the run is stored straight into the database, its
+        outcome saying why, and the sweep stops (every run after would fail the same way)."""
+        reason = (
+            f"the disk under the run folders is full ({exc.strerror or exc}: {rec.run_dir}): "
+            "what was written is kept"
+        )
+        out = rec.outcome
+        out.reason = f"{reason}; {out.reason}" if out.reason else reason
+        if out.outcome == "ok":
+            out.outcome = "error"  # its folder is not its complete record
+        record = record_file.build(self.db, self.sweep, rec)
+        run_id = patiently(lambda: import_record(self.db, record, self.sweep_id), "storing a run").run_id
+        if self.ledger is not None:
+            self.ledger.done(rec.run_dir)
+        self.result.outcomes[run_id] = out.outcome
+        self.progress.end(out.outcome, run_id, f": {out.reason}", rec.run_dir)
+        raise DiskFull(f"the sweep stopped: {reason}; free space and finish it with `bench run --resume`")
 
     def backstopped(self, jobs: Iterator[Job]) -> Iterator[Job]:
         """The jobs, less those past their configuration's wall: those are recorded skipped here,

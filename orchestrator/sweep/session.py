@@ -27,8 +27,9 @@ from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME
 from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
 from orchestrator.storage.db import Database
 from orchestrator.sweep import recording
+from orchestrator.sweep.catch_up import AWAY, Patience, catch_up_sweep, patiently
 from orchestrator.sweep.eta import History
-from orchestrator.sweep.folders import runs_root
+from orchestrator.sweep.folders import runs_root, sweep_folder
 from orchestrator.sweep.order import Slot, interleaved, new_seed
 from orchestrator.sweep.progress import Progress
 from orchestrator.sweep.run import SweepResult, run_configs, walls_of
@@ -41,6 +42,7 @@ class Earlier:
 
     sweep: dict[str, Any]
     done: dict[str, set[int]]
+    caught_up: int = 0  # finished runs whose records its folder held, imported first
 
 
 @dataclass
@@ -133,12 +135,20 @@ def finished_runs(
     return done
 
 
-def earlier_sweep(db: Database, name: str, backstop: bool, redo_disturbed: bool = False) -> Earlier | None:
-    """The sweep --resume would continue, with what it finished; None if the matrix has none."""
+def earlier_sweep(
+    db: Database, name: str, backstop: bool, redo_disturbed: bool = False, runs_root: Path | None = None
+) -> Earlier | None:
+    """The sweep --resume would continue, with what it finished; None if the matrix has none.
+
+    With ``runs_root`` (a resume that will run, not a dry run), the records in the sweep's folder
+    that the database lacks are imported first (catch_up.py: a bench killed between a run's end
+    and its row, a database that was away), so a finished run is never run again."""
     sweep = latest_sweep(db, name)
     if sweep is None:
         return None
-    return Earlier(sweep, finished_runs(db, sweep["id"], backstop=backstop, redo_disturbed=redo_disturbed))
+    caught_up = catch_up_sweep(db, sweep["id"], sweep_folder(runs_root, sweep["id"])) if runs_root else []
+    done = finished_runs(db, sweep["id"], backstop=backstop, redo_disturbed=redo_disturbed)
+    return Earlier(sweep, done, len(caught_up))
 
 
 def run_sweep(
@@ -177,14 +187,17 @@ def run_sweep(
             retry_disturbed=plan.retry_disturbed,
         )
         if calibrate and not result.interrupted:
-            _calibrate(db, sweep_id, "end", say)
+            # With records pending the database is known to be away: one try, not another wait.
+            _calibrate(db, sweep_id, "end", say, Patience(0.0) if result.pending else None)
     finally:
         runner.close()
     result.skipped = plan.planned - len(slots)
     return result
 
 
-def _calibrate(db: Database, sweep_id: int, at: str, say: Callable[[str], None]) -> bool:
+def _calibrate(
+    db: Database, sweep_id: int, at: str, say: Callable[[str], None], patience: Patience | None = None
+) -> bool:
     """Take the calibration (profiler/calibration.py, about a second), record it, say it; False
     where a stop signal (Ctrl-C, SIGTERM, ...) came meanwhile: nothing is recorded then."""
     try:
@@ -193,7 +206,11 @@ def _calibrate(db: Database, sweep_id: int, at: str, say: Callable[[str], None])
     except KeyboardInterrupt as exc:
         say(f"calibration at the {at}: stopped ({interrupt_name(exc)})")
         return False
-    recording.store_calibration(db, sweep_id, at, figures)
+    try:
+        patiently(lambda: recording.store_calibration(db, sweep_id, at, figures), "the calibration", patience)
+    except AWAY as exc:  # the database away at the sweep's end: the runs' records matter, not this
+        say(f"calibration at the {at}: not recorded ({str(exc).splitlines()[0][:200]})")
+        return True
     if "error" in figures:
         say(f"calibration at the {at}: none ({figures['error']})")
     else:
@@ -212,6 +229,11 @@ def _open(db: Database, plan: Plan, say: Callable[[str], None], seed: int) -> in
             db, plan.name, plan.kind, total, plan.matrix_path, plan.matrix_hash, order_seed=seed
         )
     sweep = plan.earlier.sweep
+    if plan.earlier.caught_up:
+        say(
+            f"sweep {sweep['id']}: {plan.earlier.caught_up} finished run(s) imported "
+            "from their folders' records"
+        )
     if sweep["matrix_hash"] != plan.matrix_hash:
         say(
             f"note: {plan.matrix_path} changed since sweep {sweep['id']}; "
