@@ -102,6 +102,7 @@ def _stored(kind: sa.types.TypeEngine, value: Any) -> tuple[bool, Any]:
     column finite numbers, a text column text up to MAX_TEXT."""
     if value is None:
         return True, None
+    kind = getattr(kind, "impl_instance", kind)  # PostgreSQL's integers take booleans (postgres.py)
     if isinstance(kind, sa.Integer):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
