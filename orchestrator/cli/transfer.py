@@ -83,8 +83,9 @@ def export_command(sweep_ids: tuple[int, ...], out: Path, portable: bool, db_url
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @db_option
 def import_command(paths: tuple[Path, ...], db_url: str) -> None:
-    """Add to --db (created if absent) the sweeps of files that `bench export` wrote, and the runs of
-    run folders (or of each run folder in a folder: a sweep's), read from their record.json.
+    """Add to --db (created if absent) what PATHS hold: the sweeps of files that `bench export`
+    wrote, and the runs of run folders (or of each run folder in a folder: a sweep's), read from
+    their record.json.
 
     An export file is checked whole before anything is written and imported in one transaction; a
     sweep the database already holds is skipped. A run folder's record joins the sweep it names
