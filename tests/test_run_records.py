@@ -219,3 +219,29 @@ def test_a_version_15_database_is_upgraded_with_the_record_id_column_and_its_uni
     assert indexes.get("runs_record") == 1  # unique
     assert conn.execute("SELECT name FROM sweeps").fetchall() == [("before",)]
     conn.close()
+
+
+def test_resume_imports_only_its_own_sweeps_good_records(cli, write_matrix, workdir, caplog):
+    """--resume reads the sweep's folder as outside input: a record of another sweep, or a bad one,
+    is left where it is with a warning, and what the sweep finished is not run again."""
+    folders = _swept(cli, write_matrix, workdir)
+    here = str(workdir / "bench.db")
+    before = _counts(here)
+    other = {"command": "bench run --matrix elsewhere.yaml"}
+    for name, digit, edit in (("9998-other", "8", other), ("9999-bad", "9", None)):
+        folder = workdir / "bench-runs" / "sweep-1" / name
+        shutil.copytree(folders[0], folder)
+        document = json.loads((folder / RECORD_FILE).read_text())
+        document["record_id"] = document["runs"]["record_id"] = digit * 32
+        if edit:
+            document["sweep"].update(edit)
+        else:
+            document["runs"]["outcome"] = ["ok"]
+        (folder / RECORD_FILE).write_text(json.dumps(document))
+    resumed = cli("run", "--matrix", "m.yaml", "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    assert "2 already finished" in resumed.output and "imported from their folders" not in resumed.output
+    assert _counts(here) == {**before, "sweeps": 1}
+    warnings = [r.getMessage() for r in caplog.records if r.name == "orchestrator.sweep.catch_up"]
+    assert any("9998-other/record.json: a record of another sweep than 1" in w for w in warnings), warnings
+    assert any("9999-bad/record.json: runs: outcome: ['ok'] is not a value" in w for w in warnings), warnings
