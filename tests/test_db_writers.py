@@ -5,15 +5,21 @@ sweep's. Real processes, the real CLI, a real server on the loopback address."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from orchestrator.config.matrix import load_matrix
+from orchestrator.storage import postgres
+from orchestrator.storage.db import _statements
 from tests import dbs
 from tests.conftest import BACKENDS, bench_command, new_database
+
+DATA = Path(__file__).resolve().parent / "data"
 
 WRITERS = 4
 SEEDS = 5  # ok runs a sweep, beside its one crash
@@ -71,8 +77,11 @@ def run_together(folder: Path, url: str, matrices: list[Path]) -> list[subproces
 def assert_every_run_once(url: str, matrices: list[Path]) -> None:
     """Per sweep: exactly the configurations its matrix asked for, each once, each in its sweep's
     folder, each with its environment row (and epochs where it ran ok)."""
-    sweeps = dbs.query(url, "SELECT id, name, status FROM sweeps ORDER BY id")
-    assert sorted(s["name"] for s in sweeps) == sorted(load_matrix(m).name for m in matrices)
+    names = sorted(load_matrix(m).name for m in matrices)
+    sweeps = [
+        s for s in dbs.query(url, "SELECT id, name, status FROM sweeps ORDER BY id") if s["name"] != "old"
+    ]
+    assert sorted(s["name"] for s in sweeps) == names
     assert all(s["status"] == "finished" for s in sweeps), sweeps
     by_name = {s["name"]: s["id"] for s in sweeps}
     for path in matrices:
@@ -102,6 +111,32 @@ def new_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return new_database(request, tmp_path)
 
 
+OLD_SCHEMA = DATA / "schema_v14.sql"
+OLD_SWEEP = (
+    "INSERT INTO sweeps (name, started_at, status, total_configs, host, machine, bench_version, command)"
+    " VALUES ('old', 'then', 'finished', 1, 'h', 'm', '0', 'bench run')"
+)
+
+
+@pytest.fixture(params=BACKENDS)
+def old_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database of the schema before this one, holding one sweep of its own."""
+    url = new_database(request, tmp_path)
+    statements = _statements(OLD_SCHEMA.read_text())
+    if request.param == "sqlite":
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+        conn.executescript(OLD_SCHEMA.read_text() + ";" + OLD_SWEEP)
+        conn.close()
+        return url
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        postgres.portable_metadata(statements).create_all(conn)
+        postgres.set_version(conn, 14)
+        conn.execute(sa.text(OLD_SWEEP))
+    engine.dispose()
+    return url
+
+
 @pytest.mark.slow
 def test_four_sweeps_write_one_new_database_at_once(new_db: str, tmp_path: Path):
     matrices = [writer_matrix(tmp_path, i) for i in range(WRITERS)]
@@ -113,3 +148,18 @@ def test_four_sweeps_write_one_new_database_at_once(new_db: str, tmp_path: Path)
     if new_db.startswith("sqlite"):
         check = dbs.query(new_db, "PRAGMA integrity_check")
         assert [next(iter(r.values())) for r in check] == ["ok"]
+
+
+@pytest.mark.slow
+def test_four_sweeps_upgrade_an_older_database_once_and_write_it_at_once(old_db: str, tmp_path: Path):
+    """The first to open the database upgrades it, under the lock (SQLite's write lock, PostgreSQL's
+    advisory lock); the others wait, find it upgraded, and write their sweeps beside the old one."""
+    matrices = [writer_matrix(tmp_path, i) for i in range(WRITERS)]
+    results = run_together(tmp_path, old_db, matrices)
+    for result in results:
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr and "error" not in result.stderr.lower(), result.stderr
+    assert_every_run_once(old_db, matrices)
+    assert dbs.query(old_db, "SELECT name, status FROM sweeps WHERE id = 1") == [
+        {"name": "old", "status": "finished"}
+    ]
