@@ -7,6 +7,7 @@ and after a change (report_snapshot), calibration's noise
 (calibration_noise), the disturbance detector (disturbance), how much timing a run needs
 (autorange), the between-process spread under launch policies (process_noise), and how often
 the verdict on runs errs, A/A and power (aa_power), and the UMONS poster's CPU ranking
-against bench's runs (poster_ranking). README.md says what each prints and how to
-run it.
+against bench's runs (poster_ranking), and what a run's record survives as the database, the
+disk and bench fail around sweeps (fault_injection, counting with fault_tally). README.md says
+what each prints and how to run it.
 """

@@ -2,6 +2,8 @@
 
     db.py             Database: open (create, upgrade, or refuse with what to do), its tables
     sqlite_schema.py  whose SQLite file it is, and its version
+    sqlite_access.py  a SQLite file another program holds locked (waited for, bounded, said), one
+                      in a read-only place (read read-only, refused to a writer), a full one
     postgres.py       the schema translated for PostgreSQL, and its version row
     migrate.py        an older database brought up to schema.sql: the additions, and version 13's
                       fold of the fault worker's ten columns into runs.fault

@@ -2,8 +2,10 @@
 schema.sql at the repository root (orchestrator/storage/postgres.py derives PostgreSQL's form of it).
 
 Only the orchestrator writes. On SQLite, WAL mode and a busy timeout let `bench report` read while
-`bench run` writes; PostgreSQL's row versions let any number of drivers write and reports read at
-once. Every run is committed the moment it ends.
+`bench run`s write; PostgreSQL's row versions let any number of drivers write and reports read at
+once. Every run is committed the moment it ends. A SQLite file another program holds locked is
+waited for, bounded and said (sqlite_access.py); one in a read-only place is opened read-only by the
+commands that only read, and refused in one line by those that write.
 
 A SQLite file is bench's only if it carries bench's application_id (or, written before the mark
 existed, holds exactly the tables of a known bench version): bench refuses any other file before it
@@ -24,11 +26,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from orchestrator import shipped
 from orchestrator.errors import DatabaseError
-from orchestrator.storage import migrate, postgres, sqlite_schema
+from orchestrator.storage import migrate, postgres, sqlite_access, sqlite_schema
 
 SCHEMA_PATH = shipped.path("schema.sql")
 DEFAULT_URL = "sqlite:///bench.db"
-BUSY_TIMEOUT_MS = 30_000
 ROW_BATCH = 5000
 
 
@@ -105,13 +106,23 @@ class Database:
         path = sqlite_path(self.url)
         # What messages name the database by: its file, or its URL without the password.
         self.where = str(path) if path is not None else self.public_url
+        self.read_only = False  # a SQLite file opened read-only (sqlite_access.read_only_engine)
         if self.backend == "sqlite":
             if path is not None and not path.exists() and not create:
                 raise DatabaseError(f"no database at {path}: run `bench run --matrix FILE` first")
             if path is not None and path.exists() and not path.is_file():
                 # A folder, a FIFO (SQLite would block or fail deep inside), a device.
                 raise DatabaseError(f"{path}: not a regular file: use another --db")
-            self.engine: Engine = sa.create_engine(self.url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+            writes = create if writing is None else writing
+            # A file that cannot be written: refused to a writer, opened read-only for a reader.
+            self.read_only = path is not None and not writes and sqlite_access.read_only(path)
+            if path is not None and writes:
+                sqlite_access.refuse_writer(path, create)
+            if self.read_only and path is not None:
+                self.engine: Engine = sqlite_access.read_only_engine(path)
+            else:
+                timeout = sqlite_access.wait_seconds()
+                self.engine = sa.create_engine(self.url, connect_args={"timeout": timeout})
             sa.event.listen(self.engine, "connect", _on_connect)
             with self._not_sqlite():
                 statements = _statements(SCHEMA_PATH.read_text())
@@ -119,10 +130,11 @@ class Database:
                     self.engine,
                     self.where,
                     create,
-                    create if writing is None else writing,
+                    writes,
                     statements,
                     schema_version(),
                     application_id(),
+                    read_only=self.read_only,
                 )
         elif self.backend == "postgresql":
             if parsed.drivername != "postgresql+psycopg":
@@ -215,6 +227,20 @@ class Database:
         with self._errors(), self.engine.begin() as conn:
             yield conn
 
+    @contextmanager
+    def begin_waiting(self) -> Iterator[Connection]:
+        """A write transaction whose SQLite lock is taken first, waited for and said if another
+        program holds it (sqlite_access.take): what a sweep's start writes through, so that a locked
+        file is said before anything runs. On PostgreSQL, begin()."""
+        if self.backend != "sqlite":
+            with self.begin() as conn:
+                yield conn
+            return
+        with self._errors(), self.engine.connect() as conn:
+            sqlite_access.take(conn, self.where, "BEGIN IMMEDIATE")
+            yield conn
+            conn.commit()
+
     def insert(self, conn: Connection, table: sa.Table, row: Mapping[str, Any]) -> int:
         result = conn.execute(table.insert().values(**row))
         key = result.inserted_primary_key
@@ -287,15 +313,14 @@ def _bad_value(where: str, keys: list[str], row: Any, index: int, column: Any) -
 
 
 def _sqlite_error(where: str, exc: sa.exc.DBAPIError) -> DatabaseError:
-    """SQLite's own complaint (cannot open, disk I/O error, read-only, disk full), in one line."""
-    detail = str(exc.orig).splitlines()[0] if exc.orig is not None else type(exc).__name__
-    return DatabaseError(f"{where}: SQLite says: {detail}")
+    """SQLite's own complaint (cannot open, disk I/O error, locked, read-only, disk full), in one line."""
+    return sqlite_access.explain(where, exc)
 
 
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:
     # No journal mode here: that is the file's own setting, made WAL once when bench creates it
     # (orchestrator/storage/sqlite_schema.py); a connection that only reads must not change it.
     cursor = dbapi_conn.cursor()
-    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute(f"PRAGMA busy_timeout={sqlite_access.busy_timeout_ms()}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

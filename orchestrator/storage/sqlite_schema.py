@@ -8,7 +8,9 @@ refused before bench writes a byte.
 
 A writer takes SQLite's write lock before it looks (BEGIN IMMEDIATE), so that two `bench run`s
 creating one new file do it once: the second waits on the busy timeout, then finds the schema made.
-Only a writer sets WAL, once, in the file; a command that only reads changes nothing.
+Only a writer sets WAL, once, in the file; a command that only reads changes nothing. The first
+statement of either waits for a lock another program holds, bounded, and says so
+(sqlite_access.take).
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from orchestrator.errors import DatabaseError
-from orchestrator.storage import migrate
+from orchestrator.storage import migrate, sqlite_access
 
 LISTED_TABLES = 6  # how many of a foreign file's table names the refusal shows
-WAL_TRIES = 50  # switching to WAL needs a moment alone with the file: retried 0.1 s apart
+WAL_RETRY_S = 0.1  # switching to WAL needs a moment alone with the file: retried this far apart
 
 
 @dataclass(frozen=True)
@@ -41,22 +43,31 @@ def prepare(
     statements: list[str],
     expected: int,
     mark: int,
+    read_only: bool = False,
 ) -> None:
     """Check (and, for a writer, create, upgrade or stamp) the database; DatabaseError if not bench's.
 
     ``create``: an empty file becomes bench's; ``writing``: the command will write (a writer looks
-    under the write lock, stamps a legacy bench database, and makes the file WAL).
+    under the write lock, stamps a legacy bench database, and makes the file WAL); ``read_only``:
+    the file is opened read-only (it can be read, never upgraded).
     """
     with engine.connect() as conn:
-        if writing:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        sqlite_access.take(
+            conn, where, "BEGIN IMMEDIATE" if writing else "SELECT count(*) FROM sqlite_master"
+        )
         state = _look(conn)
         if writing or _needs_writing(state, expected, mark):
             if not writing:
+                if read_only:
+                    raise DatabaseError(
+                        f"{where}: schema version {state.version}, older than this bench's {expected}, "
+                        "in a place bench cannot write, so it cannot be upgraded: copy the file "
+                        "somewhere writable and give --db the copy"
+                    )
                 # A reader that must upgrade an older bench database writes too: under the lock,
                 # and after looking again, since another bench may have done it meanwhile.
                 conn.rollback()
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                sqlite_access.take(conn, where, "BEGIN IMMEDIATE")
                 state = _look(conn)
             _write(conn, state, where, create, statements, expected, mark)
             conn.commit()
@@ -155,13 +166,16 @@ def _wal(engine: Engine, where: str) -> None:
     with engine.connect() as conn:
         if str(conn.exec_driver_sql("PRAGMA journal_mode").scalar()).lower() == "wal":
             return
-    for _ in range(WAL_TRIES):
+    deadline = time.monotonic() + max(sqlite_access.wait_seconds(), WAL_RETRY_S)
+    while True:
         try:
             with engine.connect() as conn:
                 conn.exec_driver_sql("PRAGMA journal_mode=WAL")
                 return
         except sa.exc.OperationalError as exc:
-            if "locked" not in str(exc):
+            if not sqlite_access.locked(exc):
                 raise
-            time.sleep(0.1)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(WAL_RETRY_S)
     raise DatabaseError(f"{where}: cannot switch the database to WAL: another program keeps it locked")

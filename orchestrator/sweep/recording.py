@@ -58,7 +58,9 @@ def start_sweep(
         "command": hide_passwords(shlex.join(["bench", *sys.argv[1:]])),
         "order_seed": order_seed,
     }
-    with db.begin() as conn:
+    # The sweep's first write: a file another program holds locked is waited for and said here,
+    # before any run starts (Database.begin_waiting).
+    with db.begin_waiting() as conn:
         return db.insert(conn, db.sweeps, row)
 
 
@@ -92,7 +94,7 @@ def reopen_sweep(db: Database, sweep_id: int, total: int, order_seed: int | None
     """The sweep marked running again; a seed is recorded where it had none (a sweep of an older
     bench, whose runs each ran once)."""
     sweeps = db.sweeps
-    with db.begin() as conn:
+    with db.begin_waiting() as conn:
         conn.execute(
             sa.update(sweeps)
             .where(sweeps.c.id == sweep_id)
