@@ -25,7 +25,9 @@ def test_the_count_sees_a_missing_a_duplicated_and_a_twice_run_record(workdir: P
 
     conn = sqlite3.connect(db)
     ids = [r[0] for r in conn.execute("SELECT id FROM runs ORDER BY id")]
-    columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)") if r[1] != "id"]
+    # a copy without its record id: the unique index on it refuses a second row of one record,
+    # and this planted duplicate stands for one recorded by some other way (a hand insert, an old bench)
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)") if r[1] not in ("id", "record_id")]
     listed = ", ".join(columns)
     conn.execute(f"INSERT INTO runs ({listed}) SELECT {listed} FROM runs WHERE id = ?", (ids[0],))
     conn.execute("PRAGMA foreign_keys=OFF")
