@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a page differs")
     args = parser.parse_args(argv)
     try:
-        made = pages()
+        made = pages(REPO)
     except (record.RecordError, render.MarkerError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

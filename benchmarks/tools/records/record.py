@@ -30,7 +30,7 @@ class Record:
     id: str
     measurement: str  # the key of the page's marker: <!-- record: MEASUREMENT -->
     title: str
-    date: str  # YYYY-MM-DD, the day it was measured
+    date: str  # YYYY-MM-DD, the day it was measured, or NOT_RECORDED where the docs gave none
     when: str  # the hours or sessions, where the docs gave them; "" otherwise
     machine: str
     versions: str
@@ -55,8 +55,8 @@ def parse(data: object, where: str) -> Record:
     if not isinstance(data, dict):
         raise RecordError(f"{where}: a record is a JSON object")
     fields = {key: _text(data, key, where) for key in _TEXT_FIELDS}
-    if not _DATE.match(fields["date"]):
-        raise RecordError(f"{where}: `date` must be YYYY-MM-DD, not {fields['date']!r}")
+    if not _DATE.match(fields["date"]) and fields["date"] != NOT_RECORDED:
+        raise RecordError(f"{where}: `date` must be YYYY-MM-DD or {NOT_RECORDED!r}, not {fields['date']!r}")
     commands = data.get("commands")
     if commands == NOT_RECORDED:
         commands = []
