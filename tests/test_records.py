@@ -6,12 +6,14 @@ record) (issue 44)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from benchmarks.tools.records import __main__ as records
 from benchmarks.tools.records import record, render
+from orchestrator.config.matrix import load_matrix
 
 REPO = records.REPO
 
@@ -145,3 +147,28 @@ def test_the_check_exits_1_and_names_the_command(planted: Path, monkeypatch, cap
     assert records.main(["--check"]) == 1
     assert capsys.readouterr().out == f"docs/p.md differs from its records: run {records.COMMAND}\n"
     assert records.main([]) == 0 and records.main(["--check"]) == 0
+
+
+# The pages this mechanism covers, and the matrices their commands run (issue 44: fairness.md's
+# commands named small.yaml, pair.yaml, threads0.yaml, ..., files no user had).
+PAGES = ["performance", "fairness", "gpu", "profiler", "kernels", "models", "inference"]
+_MATRIX = re.compile(r"--matrix ([\w./-]+\.yaml)")
+WORK_FOLDER = ".gpu-check/"  # matrices the GPU check writes for itself as it runs
+
+
+def test_every_matrix_the_pages_and_records_run_is_shipped():
+    texts = [(REPO / "docs" / f"{name}.md").read_text() for name in PAGES]
+    texts += [p.read_text() for p in sorted((REPO / render.FOLDER).glob("*.json"))]
+    named = {m for text in texts for m in _MATRIX.findall(text) if not m.startswith(WORK_FOLDER)}
+    assert "matrices/experiments/gaps-traced.yaml" in named
+    missing = sorted(m for m in named if not (REPO / m).is_file())
+    assert not missing, f"commands run matrices the repository does not ship: {missing}"
+
+
+@pytest.mark.parametrize(
+    "path", sorted((REPO / "matrices" / "experiments").glob("*.yaml")), ids=lambda p: p.name
+)
+def test_each_experiment_matrix_loads_and_names_its_page(path: Path):
+    configs = load_matrix(path).configs
+    assert configs
+    assert re.search(r"docs/\w+\.md", path.read_text()), f"{path.name}: its comment names no page"
