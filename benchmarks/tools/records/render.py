@@ -43,11 +43,15 @@ def table(record: Record) -> list[str]:
     return lines
 
 
+def day(record: Record) -> str:
+    return "date not recorded" if record.date == NOT_RECORDED else record.date
+
+
 def header(record: Record, page: str) -> list[str]:
-    when = f"{record.date}, {record.when}" if record.when else record.date
+    measured = "date not recorded" if record.date == NOT_RECORDED else f"measured {record.date}"
+    when = f"{measured}, {record.when}" if record.when else measured
     lines = [
-        f"Record {link(record, page)}, measured {when}. Machine: {record.machine}. "
-        f"Versions: {record.versions}.",
+        f"Record {link(record, page)}, {when}. Machine: {record.machine}. Versions: {record.versions}.",
         "",
     ]
     if not record.commands:
@@ -68,7 +72,7 @@ def block(chain: list[Record], page: str) -> str:
     if current.supersedes:
         lines += ["Earlier records of this measurement, newest first:", ""]
         lines += [
-            f"- {link(old, page)} ({old.date}): {old.summary}; superseded by {link(new, page)}"
+            f"- {link(old, page)} ({day(old)}): {old.summary}; superseded by {link(new, page)}"
             for new, old in zip(chain, chain[1:], strict=False)
         ]
         lines.append("")
@@ -86,7 +90,7 @@ def current(chains: dict[str, list[Record]], page: str, order: list[str]) -> str
     ]
     for measurement in order:
         record = chains[measurement][0]
-        lines.append(f"- **{record.title}** ({record.date}, {link(record, page)}): {record.summary}")
+        lines.append(f"- **{record.title}** ({day(record)}, {link(record, page)}): {record.summary}")
     return "\n".join(lines) + "\n\n"
 
 
