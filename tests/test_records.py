@@ -48,7 +48,7 @@ def write(root: Path, rid: str, rows: list[list[str]], **fields: object) -> None
         "commands": ["bench run --matrix m.yaml"],
         "supersedes": "",
         "page": "docs/p.md",
-        "summary": f"{rows[0][1]} ms",
+        "summary": "the step's time",
         "columns": ["what", "ms"],
         "rows": rows,
         **fields,
@@ -60,8 +60,8 @@ def write(root: Path, rid: str, rows: list[list[str]], **fields: object) -> None
 @pytest.fixture
 def planted(tmp_path: Path) -> Path:
     """A repository of one page and two records of one measurement, the newer superseding the older."""
-    write(tmp_path, "cost-1", [["step", "12.5"]], date="2026-11-20")
-    write(tmp_path, "cost-2", [["step", "9.4"]], supersedes="cost-1")
+    write(tmp_path, "cost-1", [["step", "12.5"]], date="2026-11-20", summary="12.5 ms")
+    write(tmp_path, "cost-2", [["step", "9.4"]], supersedes="cost-1", summary="9.4 ms")
     page = "# P\n\n<!-- records: current -->\n<!-- /records -->\n\n## Cost\n\n"
     page += "<!-- record: cost -->\n<!-- /record -->\n"
     (tmp_path / "docs" / "p.md").write_text(page)
