@@ -109,7 +109,7 @@ def test_a_cycle_or_a_missing_predecessor_is_refused(tmp_path: Path):
 @pytest.mark.parametrize(
     ("fields", "says"),
     [
-        ({"rows": [["step"]]}, "row 1 is not 2 strings"),
+        ({"columns": ["what", "ms", "note"]}, "row 1 is not 3 strings"),
         ({"date": "26 Nov"}, "`date` must be YYYY-MM-DD or 'not recorded'"),
         ({"id": "other"}, "`id` must be the file's name"),
         ({"commands": "later"}, "`commands` is a list of commands, or 'not recorded'"),
