@@ -72,7 +72,7 @@ SHOWS: dict[str, tuple[str, ...]] = {
     "compare-two-releases.md": ("0.4.30", "0.10.2"),
     "run-a-study.md": ("What the re-run says today",),
     "bring-your-own-environment.md": ("external",),
-    "use-a-team-database.md": ("imported",),
+    "use-a-team-database.md": ("sweep(s) added",),
     "check-a-gpu.md": ("transformers",),
     "add-a-framework-or-model.md": ("small_cnn",),
 }
