@@ -40,6 +40,7 @@ PINNED = "pinned"
 FASTER, SLOWER, NOISE = "faster", "slower", "no change shown at this n"
 TOWARD, AWAY, UNSHOWN = "toward the poster", "away from the poster", "not shown at this n"
 UNMOVED = "not moved (the fastest in both eras)"
+PAST = "toward the poster and past it"  # a share above 100 %: the old release overshoots
 
 
 def release_of(framework: str, version: str | None) -> str:
@@ -264,7 +265,8 @@ def _share(found: Found, column: str, framework: str, poster: float, eras: dict[
     fewest = min(n.values())
     figure = _figure(centre, shares if len(shares) else None, fewest)
     moved = _figure(o_centre / t_centre, o_draws / t_draws, fewest)
-    verdict = (TOWARD if centre > 0 else AWAY) if moved.excludes(1.0) else UNSHOWN
+    way = PAST if centre > 1 else TOWARD if centre > 0 else AWAY
+    verdict = way if moved.excludes(1.0) else UNSHOWN
     return Share(framework, column, poster, old, today, True, figure, verdict)
 
 
