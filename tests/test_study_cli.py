@@ -27,7 +27,10 @@ def test_list_names_each_study_with_its_matrices_runs_and_claims(cli):
 def test_the_shipped_studies_are_listed_and_load(cli):
     result = cli("study", "list")
     assert result.exit_code == 0, result.output
-    assert "cpu-ranking.yaml (cpu), memory.yaml (cpu), gpu-ranking.yaml (gpu)" in result.output
+    assert (
+        "cpu-ranking.yaml (cpu), memory.yaml (cpu), cpu-releases.yaml (cpu), gpu-ranking.yaml (gpu)"
+        in result.output
+    )
     msu = "throughput.yaml (cpu), optimizers.yaml (cpu), accuracy-digits.yaml (cpu), "
     msu += "throughput-full.yaml (full)"
     assert msu in result.output

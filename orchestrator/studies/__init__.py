@@ -24,8 +24,16 @@ bench's and judges each claim on the runs.
     figures.py        the page's figure of a table: × the fastest, published beside bench's
     committed.py      a study's committed results files summed up for `bench study list`
     since.py          the closing section: the verdicts counted, the orders' τ-b, the causes (since:)
+    loader_releases.py  its `releases:` key: the matrix that runs `version` as an axis, the table it
+                      answers, held to loader.py's checks
+    releases.py       that matrix's runs beside the table: each release against the one before, × the
+                      fastest per era, and the share of each difference from the published figure
+                      that the oldest releases close
+    releases_report.py  the report's "The releases" section from releases.py's figures, and what
+                      bench's adapters cannot reach (workers/releases.py)
 
-May import: text, stats, config, storage, and report's query group (the one rule for which runs
+May import: text, stats, config, storage, workers.releases (each adapter's served releases, standard
+library only), and report's query group (the one rule for which runs
 count) and its html group (page.py and figures.py reuse the report page's escaping, tables, style
 and plots, loaded lazily: matplotlib only for a page); never launch, executors or sweep (bench
 study run is the CLI's, over sweep/).

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from orchestrator.studies.accuracy import ACCURACY_KEYS
 
-SECTIONS = ("name", "title", "citation", "notes", "matrices", "published", "claims", "ratios", "since")
+SECTIONS = (
+    "name", "title", "citation", "notes", "matrices", "published", "claims", "ratios", "since", "releases",
+)  # fmt: skip
 MATRIX_KEYS = ("path", "scale", "note")
+# `releases:`: which of the study's matrices runs `version` as an axis, and which published table it
+# answers (its columns and items are the table's; `columns`, where given, must agree).
+RELEASES_KEYS = ("matrix", "published", "columns", "note")
 TABLE_KEYS = (
     "name", "file", "unit", "row", "value", "items", "columns", "where", "measured", "missing", "unknown",
     "notes", "published_only", "absent",

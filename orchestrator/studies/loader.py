@@ -21,7 +21,7 @@ from orchestrator.config.filters import did_you_mean
 from orchestrator.config.run_config import FIELD_NAMES, validate_field
 from orchestrator.config.values import cut, shown
 from orchestrator.errors import ConfigError
-from orchestrator.studies import accuracy, loader_ratios, published, since
+from orchestrator.studies import accuracy, loader_ratios, loader_releases, published, since
 from orchestrator.studies.keys import CLAIM_KEYS, MATRIX_KEYS, NEEDS, SECTIONS, TABLE_KEYS, TAKES
 from orchestrator.studies.spec import (
     ACCURACY_METRICS,
@@ -99,6 +99,9 @@ class _Study:
             scales=tuple(dict.fromkeys(m.scale for m in matrices)),
             ratios=ratios,
             since=since.parse(self.read, self._list(sections.get("since"), "since"), [c.id for c in claims]),
+            releases=loader_releases.load(
+                self.read, sections.get("releases"), matrices, tables, self._setting
+            ),
         )
 
     # --- pieces -------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ class Cell:
     # Per ok run (disturbed or not), by run id: its seed and its validation accuracy after each
     # evaluated epoch (the median over its repeats), for the accuracy claims (accuracy.py).
     curves: dict[int, tuple[int, dict[int, float]]] = field(default_factory=dict)
+    sweep_id: int = 0  # the sweep it was read from: a study's releases matrix is read apart
 
     def figures(self, metric: str) -> list[float]:
         return [r[metric] for r in self.ok if r.get(metric) is not None]
@@ -107,7 +108,7 @@ def _cells(db: Database, sweeps: Sequence[dict[str, Any]]) -> list[Cell]:
     cells: dict[tuple[int, str], Cell] = {}
     for row in db.rows(query):
         key = (row["sweep_id"], row["config_hash"])
-        cell = cells.setdefault(key, Cell({k: row[k] for k in FIELD_NAMES}))
+        cell = cells.setdefault(key, Cell({k: row[k] for k in FIELD_NAMES}, sweep_id=row["sweep_id"]))
         if row["outcome"] != "ok":
             cell.failed.append(str(row["outcome"]))
         elif row["disturbed"] == 1:

@@ -15,12 +15,13 @@ page.Page for the self-contained HTML page.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from orchestrator.errors import StatsError
 from orchestrator.report.query import select
 from orchestrator.stats import bootstrap, ranking
-from orchestrator.studies import claims, kinds, measured, orders, published, ratios, since
+from orchestrator.studies import claims, kinds, measured, orders, published, ratios, releases_report, since
 from orchestrator.studies.figures import Bar
 from orchestrator.studies.spec import ACCURACY_UNITS, Study, Table
 from orchestrator.text.formats import Column, number, render
@@ -57,6 +58,9 @@ def report(study: Study, found: measured.Measured, fmt: str = "text", footer: st
     out.para(_scales(study, found))
     if study.notes:
         out.para(study.notes)
+    # The releases matrix runs the table's configurations again at other releases: its cells are
+    # its section's alone, never pooled with (or mistaken for) the study's other runs.
+    found, by_release = _apart(study, found)
     agreements: list[since.Agreement] = []
     for table in study.tables:
         if table.unit in ACCURACY_UNITS:  # compared as orders only, never as levels
@@ -64,6 +68,7 @@ def report(study: Study, found: measured.Measured, fmt: str = "text", footer: st
         else:
             agreements += _table(out, study, table, found)
     _ratios(out, study, found)
+    explained = releases_report.section(out, study, found, by_release)
     out.heading(2, "Claims")
     verdicts = [kinds.judge(c, found.cells) for c in study.claims]
     if not verdicts:
@@ -76,10 +81,20 @@ def report(study: Study, found: measured.Measured, fmt: str = "text", footer: st
     for v in verdicts:
         out.para(f"{v.claim.id} ({v.claim.source}): {v.verdict}" + (f"; {v.note}" if v.note else ""))
         out.items(v.figures)
-    since.section(out, study.since, verdicts, agreements)
+    since.section(out, study.since, verdicts, agreements, explained)
     if footer:
         out.footer(footer)
     return out.text()
+
+
+def _apart(study: Study, found: measured.Measured) -> tuple[measured.Measured, list[measured.Cell]]:
+    """The study's cells less its releases matrix's, and those."""
+    if study.releases is None:
+        return found, []
+    name = study.releases.matrix.sweep_name(study.name)
+    ids = {s["id"] for s in found.sweeps if s["name"] == name}
+    rest = [c for c in found.cells if c.sweep_id not in ids]
+    return replace(found, cells=rest), [c for c in found.cells if c.sweep_id in ids]
 
 
 def _ratios(out: Writer, study: Study, found: measured.Measured) -> None:

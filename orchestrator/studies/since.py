@@ -90,8 +90,14 @@ class Agreement:
 
 
 def section(
-    out: Out, causes: Sequence[Cause], verdicts: Sequence[Verdict], agreements: Sequence[Agreement]
+    out: Out,
+    causes: Sequence[Cause],
+    verdicts: Sequence[Verdict],
+    agreements: Sequence[Agreement],
+    releases: Sequence[str] = (),
 ) -> None:
+    """The closing section; `releases`: the releases section's lines, one per framework and model
+    whose × the fastest today differs from the published one, and its summary (releases_report.py)."""
     out.heading(2, "What the re-run says today")
     judged = [v for v in verdicts if v.verdict != UNCHECKABLE]
     counts = []
@@ -111,6 +117,12 @@ def section(
         + "."
     )
     out.items(_agreement(agreements))
+    if releases:
+        out.para(
+            "How much of each difference from the published × the fastest the frameworks' releases "
+            "explain, the oldest releases run against today's in one sweep:"
+        )
+        out.items(releases)
     explained = {claim for cause in causes for claim in cause.claims}
     lines = []
     for v in sorted(judged, key=lambda v: ORDER.index(v.verdict) if v.verdict in ORDER else len(ORDER)):

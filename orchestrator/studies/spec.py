@@ -151,6 +151,18 @@ class ScalingRatio:
 
 
 @dataclass(frozen=True)
+class Releases:
+    """A matrix that runs the study's frameworks at several releases (`version` an axis), and the
+    published table it answers: its cells are set beside that table per release, never pooled
+    with the study's other runs (releases.py)."""
+
+    matrix: StudyMatrix
+    table: Table
+    note: str = ""  # the study's words on the releases it compares with (the poster's era)
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Study:
     name: str
     title: str
@@ -163,6 +175,7 @@ class Study:
     scales: tuple[str, ...] = field(default=())
     since: tuple[Cause, ...] = ()  # the causes its report's closing section names (since.py)
     ratios: tuple[ScalingRatio, ...] = ()
+    releases: Releases | None = None  # the published table at older releases (releases.py)
 
     def at_scale(self, scale: str | None) -> tuple[StudyMatrix, ...]:
         """The matrices of one scale (all, where none is asked for)."""
