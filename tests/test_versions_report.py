@@ -217,3 +217,13 @@ def test_releases_that_ran_different_numbers_of_runs_are_one_configuration(cli, 
     rows = rows_of(cli, versioned_db(tmp_path / "v.db", cells))
     assert [(r["framework_version"], r["releases"]) for r in rows] == [("1.8.0", 2), ("1.9.1", 2)]
     assert rows[1]["changed"] is True and rows[1]["change"].startswith("faster ×0.50")
+
+
+def test_runs_apart_at_an_n_the_test_cannot_refuse_are_not_shown_never_within_the_noise(cli, tmp_path):
+    # Three runs against three: the exact test's smallest two-sided p is 0.1, so a time that halves
+    # cannot be called a change, and calling it "within the noise" would claim what was never tested.
+    cells: list[Cell] = [(ALEXNET, "1.8.0", SLOW[:3]), (ALEXNET, "1.9.1", FAST[:3])]
+    rows = rows_of(cli, versioned_db(tmp_path / "v3.db", cells))
+    halved = [r for r in rows if r["framework_version"] == "1.9.1"][0]
+    assert halved["changed"] is False and halved["adjusted_p"] >= 0.1
+    assert halved["change"].startswith("not shown at n=3: the test cannot reach 5% there ×0.50 ["), halved

@@ -50,6 +50,7 @@ from orchestrator.report.tables.base import (
     with_range,
 )
 from orchestrator.stats import comparison as stats
+from orchestrator.stats import mannwhitney
 from orchestrator.stats.planning import ALPHA
 from orchestrator.storage.db import Database
 from orchestrator.text.formats import Column
@@ -159,11 +160,21 @@ def _steps(group: list[Row]) -> list[Row]:
         size = _ratio_text(cell)
         if changed:
             cell["change"] = f"{'slower' if c.ratio.centre > 1 else 'faster'} {size}"
+        elif c.ratio.excludes_one() and _floor(before, cell, len(steps)) >= ALPHA:
+            # the runs lie apart, but at these n no p-value can fall below ALPHA: "within the noise"
+            # would claim what the test could never have refused
+            cell["change"] = f"not shown at n={c.n}: the test cannot reach {ALPHA:.0%} there {size}"
         else:
             cell["change"] = f"within the noise {size} (n={c.n})"
         if place[id(cell)] - place[id(before)] > 1:  # a release between them had too few runs
             cell["change"] += f", against {release_text(before['framework_version'])}"
     return [cell for (_, cell) in steps if cell["changed"]]
+
+
+def _floor(before: Row, cell: Row, steps: int) -> float:
+    """The smallest p-value the exact test can give for this step after Holm over `steps`."""
+    m, n = len(before["run_figures"]), len(cell["run_figures"])
+    return min(1.0, mannwhitney.smallest_p(m, n) * steps)
 
 
 def _ratio_text(cell: Row) -> str:
