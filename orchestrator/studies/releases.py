@@ -171,7 +171,9 @@ def _steps(found: Found, ran: dict[str, list[str]]) -> None:
             verdict = (FASTER if c.ratio.centre < 1 else SLOWER) if apart else NOISE
             detect = "" if apart else c.detectable_text()
             found.steps.append(Step(framework, column, older, newer, c.ratio, verdict, c.adjusted_p, detect))
-        m, n = min((len(a), len(b)) for a, b in runs)
+        # Holm's first step multiplies the smallest p by the number of comparisons: nothing can pass
+        # only where even the best-placed pair's smallest attainable p, so multiplied, reaches ALPHA
+        m, n = max(((len(a), len(b)) for a, b in runs), key=lambda mn: -mannwhitney.smallest_p(*mn))
         floor = mannwhitney.smallest_p(m, n) * len(pairs)
         if floor >= planning.ALPHA:
             floors.append(f"{framework} at n={m}/{n} over {len(pairs)} comparisons ({min(floor, 1.0):.2g})")
