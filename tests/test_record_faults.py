@@ -6,6 +6,7 @@ by their run folders)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -13,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.sweep.adopt import ADOPTED
 from orchestrator.sweep.record_file import RECORD_FILE
-from orchestrator.sweep.run import AFTER_RECORD_HOOK
+from orchestrator.sweep.run import AFTER_RECORD_HOOK, BEFORE_RECORD
 from tests import dbs
 from tests.conftest import bench_command
 from tests.test_resume import count_runs, start, wait_for
@@ -71,6 +73,61 @@ def test_bench_killed_after_the_record_is_written_then_resume_imports_it_and_run
     assert all(r["outcome"] == "ok" and r["record_id"] for r in rows)
     assert workers_started(runs) == 3  # one worker a configuration: the first was not run again
     assert dbs.query(db, "SELECT status FROM sweeps") == [{"status": "finished"}]
+
+
+def test_bench_killed_at_a_workers_end_before_its_record_then_resume_adopts_the_run_not_again(
+    write_matrix, workdir
+):
+    """The worker finished, bench was SIGKILLed before it wrote the record: the folder holds the
+    worker's result, its logs and samples, and no record.json; --resume builds the record from
+    them (adopt.py), imports it, and does not run the configuration again."""
+    write_matrix(SLEEPS % 0.2)
+    db = f"sqlite:///{workdir / 'bench.db'}"
+    env = {AFTER_RECORD_HOOK: BEFORE_RECORD}
+    killed = bench(workdir, "run", "--matrix", "m.yaml", "--db", db, env=env)
+    assert killed.returncode == -9, killed.stderr  # SIGKILLed at the first run's end
+    runs = workdir / "bench-runs"
+    (ended,) = runs.glob("sweep-*/*/result.json")
+    assert records(runs) == [] and count_runs(db) == 0 and workers_started(runs) == 1
+    result = json.loads(ended.read_text())
+
+    resumed = bench(workdir, "run", "--matrix", "m.yaml", "--db", db, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "sweep 1: 1 finished run(s) imported from their folders' records" in resumed.stderr
+    assert "2 ok; 1 already finished" in resumed.stdout
+    assert records(runs)[0].parent == ended.parent
+    rows = dbs.query(db, "SELECT id, config_hash, outcome, reason, exit_code, run_dir, record_id FROM runs")
+    assert len(rows) == 3 and len({r["config_hash"] for r in rows}) == 3
+    assert all(r["outcome"] == "ok" and r["record_id"] for r in rows)
+    (adopted,) = [r for r in rows if r["run_dir"] == str(ended.parent)]
+    assert adopted["reason"] == ADOPTED and adopted["exit_code"] is None
+    others = [r for r in rows if r is not adopted]
+    assert all(r["reason"] is None and r["exit_code"] == 0 for r in others)
+    # The worker's own figures, as its result gave them.
+    epochs = dbs.query(db, f"SELECT repeat, epoch, steps, seconds FROM epochs WHERE run_id = {adopted['id']}")
+    assert [(e["repeat"], e["epoch"], e["steps"], e["seconds"]) for e in epochs] == [
+        (e["repeat"], e["epoch"], e["steps"], e["seconds"]) for e in result["epochs"]
+    ]
+    assert workers_started(runs) == 3  # one worker a configuration: the adopted one was not run again
+    assert dbs.query(db, "SELECT status FROM sweeps") == [{"status": "finished"}]
+
+
+def test_a_run_killed_with_its_bench_before_its_result_is_interrupted_and_run_again(write_matrix, workdir):
+    """No result (bench, and with it its worker, SIGKILLed mid-run): not adopted; run once more."""
+    write_matrix(SLEEPS % 2)
+    db = f"sqlite:///{workdir / 'bench.db'}"
+    proc = start(workdir, "run", "--matrix", "m.yaml", "--db", db)
+    runs = workdir / "bench-runs"
+    wait_for(lambda: workers_started(runs) >= 1)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert not list(runs.glob("sweep-*/*/result.json"))
+
+    resumed = bench(workdir, "run", "--matrix", "m.yaml", "--db", db, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    outcomes = sorted(r["outcome"] for r in dbs.query(db, "SELECT outcome FROM runs"))
+    assert outcomes == ["interrupted", "ok", "ok", "ok"]
+    assert workers_started(runs) == 4  # the interrupted one ran again, once
 
 
 @pytest.fixture
