@@ -19,6 +19,8 @@ from orchestrator.sweep.record_file import RECORD_FILE
 from orchestrator.sweep.run import AFTER_RECORD_HOOK, BEFORE_RECORD
 from tests import dbs
 from tests.conftest import bench_command
+from tests.test_hostile_signals import children
+from tests.test_outcomes import pid_alive
 from tests.test_resume import count_runs, start, wait_for
 
 pytestmark = pytest.mark.slow
@@ -128,6 +130,43 @@ def test_a_run_killed_with_its_bench_before_its_result_is_interrupted_and_run_ag
     outcomes = sorted(r["outcome"] for r in dbs.query(db, "SELECT outcome FROM runs"))
     assert outcomes == ["interrupted", "ok", "ok", "ok"]
     assert workers_started(runs) == 4  # the interrupted one ran again, once
+
+
+ORPHANS = """
+name: orphans
+settings: {dataset_size: 32, batch_size: 8, epochs: 1, warmup_steps: 0, timeout: 4}
+axes:
+  framework: [fault]
+  fault: [orphans, ok]
+"""
+
+
+def test_what_a_killed_bench_left_running_at_resume_is_ended_not_adopted_and_run_once_more(
+    write_matrix, workdir
+):
+    """The orphan: the worker's children outlive a SIGKILLed bench (the worker itself dies with it,
+    PR_SET_PDEATHSIG). --resume does not count the run finished (it has no result): it ends what is
+    left, records the run interrupted and runs the configuration once more (here to its timeout)."""
+    write_matrix(ORPHANS)
+    db = f"sqlite:///{workdir / 'bench.db'}"
+    proc = start(workdir, "run", "--matrix", "m.yaml", "--db", db)
+    wait_for(lambda: children(workdir) is not None)
+    _worker, *stubborn = children(workdir) or []
+    proc.kill()
+    proc.wait(timeout=30)
+    assert all(pid_alive(pid) for pid in stubborn)
+
+    resumed = bench(workdir, "run", "--matrix", "m.yaml", "--db", db, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    wait_for(lambda: not any(pid_alive(pid) for pid in stubborn), timeout=10)
+    rows = dbs.query(db, "SELECT fault, outcome, reason FROM runs ORDER BY id")
+    assert sorted((dbs.unfolded(r)["fault"], r["outcome"]) for r in rows) == [
+        ("ok", "ok"),
+        ("orphans", "interrupted"),
+        ("orphans", "timeout"),
+    ]
+    assert all(ADOPTED not in (r["reason"] or "") for r in rows)
+    assert len(list(workdir.glob("bench-runs/sweep-*/*-fault-orphans-*/events.jsonl"))) == 2
 
 
 @pytest.fixture
