@@ -114,6 +114,27 @@ def test_bench_killed_at_a_workers_end_before_its_record_then_resume_adopts_the_
     assert dbs.query(db, "SELECT status FROM sweeps") == [{"status": "finished"}]
 
 
+def test_another_sweep_that_finds_a_killed_benchs_finished_run_adopts_it(write_matrix, workdir):
+    """Not a resume: the next bench run of another matrix finds the run in flight (liveruns.py) and
+    stores it as its worker ended, in its own sweep, not `interrupted`."""
+    write_matrix(SLEEPS % 0.2)
+    write_matrix(SLEEPS.replace("sleepy", "other") % 0.1, "other.yaml")
+    db = f"sqlite:///{workdir / 'bench.db'}"
+    env = {AFTER_RECORD_HOOK: BEFORE_RECORD}
+    killed = bench(workdir, "run", "--matrix", "m.yaml", "--db", db, env=env)
+    assert killed.returncode == -9, killed.stderr
+
+    other = bench(workdir, "run", "--matrix", "other.yaml", "--db", db)
+    assert other.returncode == 0, other.stderr
+    rows = dbs.query(db, "SELECT sweep_id, outcome, reason FROM runs ORDER BY id")
+    assert [(r["sweep_id"], r["outcome"], r["reason"]) for r in rows] == [
+        (1, "ok", ADOPTED),
+        *[(2, "ok", None)] * 3,
+    ]
+    statuses = dbs.query(db, "SELECT status FROM sweeps ORDER BY id")
+    assert statuses == [{"status": "interrupted"}, {"status": "finished"}]
+
+
 def test_a_run_killed_with_its_bench_before_its_result_is_interrupted_and_run_again(write_matrix, workdir):
     """No result (bench, and with it its worker, SIGKILLed mid-run): not adopted; run once more."""
     write_matrix(SLEEPS % 2)
