@@ -7,8 +7,11 @@ bench keeps one small file per sweep and per run in flight in a state folder of 
 ``~/.local/state/bench/in-flight``), holding an exclusive lock (flock) on each. The kernel drops
 the lock when its process dies, however it dies; so a file nobody holds is one a dead bench left.
 The next command that starts runs (`bench run`, `rerun`, `train`) ends that run's processes (its
-group, and whatever carries its marker: orchestrator/launch/orphans.py), records the run `interrupted`
-with the evidence of its folder in the database the file names, and closes that sweep.
+group, and whatever carries its marker: orchestrator/launch/orphans.py), records the run in the
+database the file names (as it ended where its folder holds its record or, for another sweep than
+the command's own, its worker's finished result: sweep/adopt.py; else `interrupted`, with the
+evidence of its folder), and closes that sweep. A resumed sweep adopts its own finished runs
+before it decides what to run (adopt_finished).
 """
 
 from __future__ import annotations
