@@ -365,7 +365,7 @@ def test_an_oversize_result_file_is_invalid_without_reading_it(tmp_path):
     run_dir = fake_worker(tmp_path, "")
     with open(run_dir / "result.json", "wb") as f:
         f.truncate(outcomes.RESULT_LIMIT + 1)  # sparse: 16 MiB of nothing on disk
-    result, problem = outcomes._read_result(run_dir / "result.json")
+    result, problem = outcomes.read_result(run_dir / "result.json")
     assert result is None and problem is not None and "larger than bench reads (16 MiB)" in problem
 
 
@@ -393,7 +393,7 @@ def test_an_oversize_result_file_is_invalid_without_reading_it(tmp_path):
 )
 def test_a_result_of_the_wrong_shape_is_refused_with_why(tmp_path, result, problem):
     run_dir = fake_worker(tmp_path, result)
-    data, why = outcomes._read_result(run_dir / "result.json")
+    data, why = outcomes.read_result(run_dir / "result.json")
     assert data is None and why is not None and problem in why
 
 

@@ -173,8 +173,8 @@ def fatal_traceback(stderr: str) -> str | None:
     return stderr[start:].strip() if start >= 0 else None
 
 
-def _read_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The result, or None and why it is not usable."""
+def read_result(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The result, checked (bounded, its shape), or None and why it is not usable."""
     if not path.exists():
         return None, "the worker wrote no result"
     try:
@@ -333,21 +333,23 @@ def _from_signal(finished: Finished, stderr: str, timeline: Timeline | None) -> 
     )
 
 
-def _from_result(result: dict[str, Any], finished: Finished) -> Outcome:
+def from_result(result: dict[str, Any], returncode: int | None) -> Outcome:
+    """The outcome a checked result says; ``returncode`` None where the process's end was not seen
+    (bench was killed before it): the result's word is then all there is."""
     status = result["status"]
     exc = result.get("exception") or {}
     outcome = Outcome(
         status,
         reason=result.get("reason"),
-        exit_code=finished.returncode,
+        exit_code=returncode,
         exception_type=exc.get("type"),
         exception_message=exc.get("message"),
         traceback=exc.get("traceback"),
         result=result,
     )
-    if status == "ok" and finished.returncode != 0:
+    if status == "ok" and returncode is not None and returncode != 0:
         outcome.outcome = "error"
-        outcome.reason = f"exited with status {finished.returncode} after reporting ok"
+        outcome.reason = f"exited with status {returncode} after reporting ok"
     if status == "oom" and result.get("device_memory"):
         outcome.reason = f"{outcome.reason}; {device_memory_text(result['device_memory'])}"
     return outcome
@@ -388,9 +390,9 @@ def classify(finished: Finished, run_dir: Path, timeout: float, timeline: Timeli
         return _over_budget(finished, timeline)
     if finished.returncode < 0:
         return _from_signal(finished, stderr, timeline)
-    result, problem = _read_result(run_dir / "result.json")
+    result, problem = read_result(run_dir / "result.json")
     if result is not None:
-        return _from_result(result, finished)
+        return from_result(result, finished.returncode)
     if finished.returncode != 0:
         line = _oom_line(stderr)
         return Outcome(

@@ -17,6 +17,9 @@
                   target fields (columns; the worker's values are outside input)
     liveruns.py   sweeps and runs in flight as locked files, so what a killed bench left is found,
                   ended and recorded by the next one
+    adopt.py      what such a run becomes: imported (its record was written), adopted (its worker
+                  finished: its record built from its folder, so it is not run again), or
+                  recorded interrupted
     progress.py   the live line (step n of N, from the events) and plain lines elsewhere
     order.py      the order of a configuration's several runs (runs: N): interleaved blocks, each
                   shuffled by the sweep's recorded seed

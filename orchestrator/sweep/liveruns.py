@@ -7,8 +7,11 @@ bench keeps one small file per sweep and per run in flight in a state folder of 
 ``~/.local/state/bench/in-flight``), holding an exclusive lock (flock) on each. The kernel drops
 the lock when its process dies, however it dies; so a file nobody holds is one a dead bench left.
 The next command that starts runs (`bench run`, `rerun`, `train`) ends that run's processes (its
-group, and whatever carries its marker: orchestrator/launch/orphans.py), records the run `interrupted`
-with the evidence of its folder in the database the file names, and closes that sweep.
+group, and whatever carries its marker: orchestrator/launch/orphans.py), records the run in the
+database the file names (as it ended where its folder holds its record or, for another sweep than
+the command's own, its worker's finished result: sweep/adopt.py; else `interrupted`, with the
+evidence of its folder), and closes that sweep. A resumed sweep adopts its own finished runs
+before it decides what to run (adopt_finished).
 """
 
 from __future__ import annotations
@@ -33,13 +36,10 @@ import sqlalchemy as sa
 from orchestrator.config.checks import config_from_data
 from orchestrator.config.run_config import RunConfig
 from orchestrator.errors import BenchError, DatabaseError
-from orchestrator.launch import capture, orphans, outcomes
-from orchestrator.launch.lifecycle import gather
+from orchestrator.launch import orphans
 from orchestrator.launch.run_record import now
-from orchestrator.launch.sidecar import SAMPLES_FILE
 from orchestrator.storage.db import Database, sqlite_path
-from orchestrator.sweep import catch_up, record_file, recording
-from profiler import timeline as timelines
+from orchestrator.sweep import adopt as adoption
 
 STATE_VARIABLE = "BENCH_STATE_DIR"
 FILE_BYTES = 64 << 10  # what is read of a state file; bench's own are under 4 KiB
@@ -165,7 +165,7 @@ class Ledger:
             held = self.runs[run_dir]
             _end_processes(held.data, held.path)
             try:
-                _store_interrupted(self.db, {**held.data, "config": RunConfig(**held.data["config"])}, reason)
+                adoption.settle(self.db, {**held.data, "config": RunConfig(**held.data["config"])}, reason)
             except (BenchError, sa.exc.SQLAlchemyError, OSError) as exc:
                 log.warning("could not record the run in %s: %s", run_dir, exc)
                 # The file stays, for the next bench; it says why this one left it.
@@ -255,42 +255,26 @@ def config_from(raw: Any) -> RunConfig:
         raise ValueError(str(exc)) from None
 
 
-def _store_interrupted(db: Database, data: dict[str, Any], reason: str) -> bool:
-    """Record the run `interrupted` with its folder's evidence; False if it already is."""
-    run_dir, sweep_id = Path(data["run_dir"]), data["sweep_id"]
-    runs, sweeps = db.runs, db.sweeps
-    recorded = sa.select(runs.c.id).where(runs.c.sweep_id == sweep_id, runs.c.run_dir == str(run_dir))
-    if next(db.rows(recorded), None) is not None:
-        return False
-    if (run_dir / record_file.RECORD_FILE).is_file():
-        # Killed after the record was written: the run finished, and its record says how.
+def adopt_finished(db: Database, sweep_id: int, folder: Path | None) -> int:
+    """Before a resumed sweep decides what to run: the record of each of its runs a dead bench left
+    in flight whose worker finished, written for catch_up to import (so it is not run again); how
+    many. The run's file stays, for reap_stale to end what the run left running."""
+    if folder is None:
+        return 0
+    key, count = db_key(db), 0
+    for path in sorted(folder.glob("run-*.json")):
+        found = _claim(path, set())  # held meanwhile: another bench's reap_stale leaves it alone
+        if found is None:
+            continue
         try:
-            record = record_file.read(run_dir / record_file.RECORD_FILE, db)
-        except record_file.RecordError as exc:
-            log.warning("%s; recording the run interrupted instead", exc)
-        else:
-            return catch_up.import_record(db, record, sweep_id).added
-    sweep = next(db.rows(sa.select(sweeps.c.started_at).where(sweeps.c.id == sweep_id)), None)
-    if sweep is None or str(sweep["started_at"]) > data["started_at"]:
-        raise BenchError(f"sweep {sweep_id} of {db.public_url} is not the one this run belonged to")
-    for name in ("stdout.log", "stderr.log"):
-        capture.finalize(run_dir / name)
-    stderr = outcomes.read_tail(run_dir / "stderr.log")
-    outcome = outcomes.Outcome("interrupted", reason=reason, traceback=outcomes.fatal_traceback(stderr))
-    command = f"(in flight when bench stopped; its folder is {run_dir})"
-    rec = gather(data["config"], outcome, run_dir, data["started_at"], None, command, {})
-    rec.wall_seconds = max(0.0, _last_change(run_dir) - data["started"])
-    rec.timeline = timelines.read(run_dir / SAMPLES_FILE)
-    rec.run_index = data.get("run_index", 0)
-    recording.store_run(db, sweep_id, rec)
-    return True
-
-
-def _last_change(run_dir: Path) -> float:
-    try:
-        return max((p.stat().st_mtime for p in run_dir.iterdir()), default=0.0)
-    except OSError:
-        return 0.0
+            data = found.data
+            if (data["db"], data["sweep_id"]) == (key, sweep_id) and not adoption.recorded(db, data):
+                count += adoption.adopt_run(db, data)
+        except BenchError as exc:
+            log.warning("%s: not adopted: %s", data["run_dir"], exc)
+        finally:
+            os.close(found.fd)
+    return count
 
 
 @dataclass
@@ -337,7 +321,9 @@ def reap_stale(db: Database, current_sweep: int, folder: Path | None) -> None:
     live.add((key, current_sweep))
     for item in found:
         if item.data["kind"] == "run":
-            _settle_run(db, key, item)
+            # The current sweep adopted its finished runs before it decided what to run
+            # (adopt_finished); one that finished since is in its plan: interrupted, run once more.
+            _settle_run(db, key, item, adopt=(item.data["db"], item.data["sweep_id"]) != (key, current_sweep))
     for item in found:
         if item.data["kind"] == "sweep":
             if (item.data["db"], item.data["sweep_id"]) not in live:
@@ -345,7 +331,7 @@ def reap_stale(db: Database, current_sweep: int, folder: Path | None) -> None:
             _release(_Held(item.path, item.fd, item.data))
 
 
-def _settle_run(db: Database, key: str, item: _Found) -> None:
+def _settle_run(db: Database, key: str, item: _Found, adopt: bool) -> None:
     killed = _end_processes(item.data, item.path)
     why = _note(item.path) or "bench was killed (SIGKILL, or it crashed) while this run was in flight"
     reason = f"{why}; found by the next bench run at {now()}" + (
@@ -353,7 +339,7 @@ def _settle_run(db: Database, key: str, item: _Found) -> None:
     )
     try:
         with _database(db, key, item.data["db"]) as target:
-            if _store_interrupted(target, item.data, reason):
+            if adoption.settle(target, item.data, reason, adopt):
                 log.warning("recorded the run in %s interrupted: %s", item.data["run_dir"], reason)
     except (BenchError, sa.exc.SQLAlchemyError, OSError) as exc:
         log.warning(

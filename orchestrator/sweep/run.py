@@ -181,13 +181,18 @@ def _end_sweep(db: Database, sweep_id: int, status: str, patient: bool) -> None:
 
 
 # A test's hook (never set by bench): "kill" SIGKILLs bench the moment a run's record is written,
-# before the database is touched; "pause:SECONDS" waits there.
+# before the database is touched; "pause:SECONDS" waits there; "kill-before-record" SIGKILLs it
+# once the worker has ended, before its record is written (sweep/adopt.py adopts that run).
 AFTER_RECORD_HOOK = "BENCH_TEST_HOOK_AFTER_RECORD"
+BEFORE_RECORD = "kill-before-record"
 
 
-def _after_record_hook() -> None:
+def _after_record_hook(point: str = "after-record") -> None:
     hook = os.environ.get(AFTER_RECORD_HOOK, "")
-    if hook == "kill":
+    if point == "before-record":
+        if hook == BEFORE_RECORD:
+            os.kill(os.getpid(), signal.SIGKILL)
+    elif hook == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     elif hook.startswith("pause:"):
         time.sleep(float(hook[len("pause:") :]))
@@ -219,6 +224,7 @@ class _Sink:
 
     def store(self, rec: RunRecord) -> None:
         rec.run_index = self.indices.pop(rec.run_dir, rec.run_index)
+        _after_record_hook("before-record")
         record = record_file.build(self.db, self.sweep, rec)
         try:
             record_file.write(rec.run_dir, record)

@@ -26,7 +26,7 @@ from orchestrator.launch import calibration
 from orchestrator.launch.outcomes import RUN_AGAIN_ON_RESUME
 from orchestrator.launch.process import interrupt_name, stop_signals_interrupt
 from orchestrator.storage.db import Database
-from orchestrator.sweep import recording
+from orchestrator.sweep import liveruns, recording
 from orchestrator.sweep.catch_up import AWAY, Patience, catch_up_sweep, patiently
 from orchestrator.sweep.eta import History
 from orchestrator.sweep.folders import runs_root, sweep_folder
@@ -142,10 +142,14 @@ def earlier_sweep(
 
     With ``runs_root`` (a resume that will run, not a dry run), the records in the sweep's folder
     that the database lacks are imported first (catch_up.py: a bench killed between a run's end
-    and its row, a database that was away), so a finished run is never run again."""
+    and its row, a database that was away), so a finished run is never run again; before that, a
+    run a killed bench left whose worker had finished is adopted (sweep/adopt.py)."""
     sweep = latest_sweep(db, name)
     if sweep is None:
         return None
+    if runs_root:
+        # A run whose worker finished before its bench was killed gets its record first (adopt.py).
+        liveruns.adopt_finished(db, sweep["id"], liveruns.state_dir())
     caught_up = catch_up_sweep(db, sweep["id"], sweep_folder(runs_root, sweep["id"])) if runs_root else []
     done = finished_runs(db, sweep["id"], backstop=backstop, redo_disturbed=redo_disturbed)
     return Earlier(sweep, done, len(caught_up))
