@@ -63,7 +63,9 @@ def test_a_registered_interpreter_runs_the_sweep_and_is_recorded(
     assert result.exit_code == 0, result.output
     assert f"pytorch: uses {pytorch_python}" in result.output and "cpu build" in result.output
 
-    listed = {r["framework"]: r for r in json.loads(cli("env", "list", "--format", "json").output)}
+    # the pinned releases' rows: other releases' rows (pytorch@2.4.1, …) name the framework too
+    rows = json.loads(cli("env", "list", "--format", "json").output)
+    listed = {r["framework"]: r for r in rows if r.get("release") is None}
     assert listed["pytorch"]["status"] == "ok"
     assert listed["pytorch"]["location"] == "external"
     assert listed["pytorch"]["build"] == "cpu"
