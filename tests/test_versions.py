@@ -355,3 +355,13 @@ def test_an_era_difference_is_unsupported_with_its_reason(cli, workdir, monkeypa
     assert runs["0.10.2"]["outcome"] == "ok", runs["0.10.2"]["reason"]
     assert runs[OLD_JAX]["outcome"] == "unsupported"
     assert f"jax {OLD_JAX} has no jax.nn.dot_product_attention (0.4.31 brought it)" in runs[OLD_JAX]["reason"]
+
+
+def test_a_release_pin_set_with_cuda_wheels_is_a_cuda_build():
+    # PyTorch's releases other than the pinned one exist on the registry only as CUDA builds
+    # (their pin sets carry the nvidia-* wheels): `bench env list` must not call them cpu builds.
+    from orchestrator.config import pins
+
+    assert pins.build_of(pins.pin_file("pytorch", "2.4.1")) == "cuda"
+    assert pins.build_of(pins.pin_file("jax", "0.4.30")) == "cpu"
+    assert pins.build_of(pins.pin_file("pytorch", None)) == "cpu"

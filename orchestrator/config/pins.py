@@ -75,6 +75,15 @@ def missing(framework: str, version: str) -> str | None:
     )
 
 
+def build_of(path: Path) -> str:
+    """ "cuda" where a pin set brings CUDA's runtime wheels (`nvidia-*`: PyTorch's releases other
+    than the pinned one have only CUDA builds on the registry), else "cpu"."""
+    for line in path.read_text().splitlines():
+        if line.strip().lower().startswith("nvidia-"):
+            return "cuda"
+    return "cpu"
+
+
 def python_series(path: Path) -> str | None:
     """The Python series a pin set names in its header (`# python: 3.10`), or None."""
     for line in path.read_text().splitlines():

@@ -313,7 +313,9 @@ def _marker_state(framework: str, python: Path, release: str | None = None) -> t
         marker = json.loads((python.parent.parent / MARKER).read_text())
     except (OSError, ValueError):
         return None, None
-    files = {"cpu": pins.pin_file(framework, release)} if release else {}
+    # a release's one pin set is whichever build its wheels are (PyTorch 2.4.1's is CUDA's)
+    released = pins.pin_file(framework, release) if release else None
+    files = {pins.build_of(released): released} if released is not None and released.exists() else {}
     for build in ("cpu", "cuda"):
         reqs = files.get(build) or requirements_file(framework, build)
         if isinstance(marker, dict) and marker.get("requirements") == reqs.name:
